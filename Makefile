@@ -1,0 +1,118 @@
+# gpuops.nvidia — set-up, the lab demo and the test suite. Safe to re-run; fast when nothing
+# changed. `make lab` runs the site playbook on the built-in lab; `make test` runs every test.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+BUILD := .build
+VERSION := $(shell sed -n 's/^version: *//p' galaxy.yml)
+TARBALL := $(BUILD)/gpuops-nvidia-$(VERSION).tar.gz
+COLLECTIONS := $(BUILD)/collections
+# ansible-test wants the collection under ansible_collections/<namespace>/<name>, outside this
+# git checkout (inside it, git would hide the ignored copy from ansible-test).
+AT_ROOT := $(or $(TMPDIR),/tmp)/gpuops-nvidia-ansible-test/ansible_collections/gpuops/nvidia
+FAKE_NVML := tests/lab/fake-nvml/build/libnvidia-ml.so.1
+
+export CONTAINERS_CONF := $(CURDIR)/tests/lab/containers.conf
+export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
+export ANSIBLE_FORCE_COLOR := 0
+export PY_COLORS := 0
+
+APT_PACKAGES := podman runc conmon netavark aardvark-dns catatonit containernetworking-plugins \
+	fuse-overlayfs slirp4netns uidmap debootstrap gcc make rsync binutils
+
+COLLECTION_SOURCES := galaxy.yml README.md LICENSE $(shell find meta plugins roles playbooks \
+	changelogs -type f -not -path '*/__pycache__/*' 2>/dev/null)
+
+.PHONY: help lab lab-down test deps apt venv fake-nvml images collection sanity lint units \
+	fake-nvml-tests integration molecule clean ansible-test-env
+
+help:
+	@echo "make lab      run the site playbook on the built-in lab (simulated GPU nodes)"
+	@echo "make test     set everything up and run the whole test suite"
+	@echo "make lab-down remove the lab's containers"
+
+## ---- set-up -------------------------------------------------------------------------------
+deps: apt venv
+
+apt: $(BUILD)/apt.stamp
+$(BUILD)/apt.stamp: Makefile
+	@mkdir -p $(BUILD)
+	@missing=$$(for p in $(APT_PACKAGES); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null \
+		| grep -q 'install ok installed' || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+		echo "apt: installing $$missing"; \
+		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$missing; \
+	fi
+	@touch $@
+
+venv: $(VENV)/.stamp
+$(VENV)/.stamp: requirements.txt
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --disable-pip-version-check -r requirements.txt
+	@touch $@
+
+fake-nvml: $(FAKE_NVML)
+$(FAKE_NVML): $(VENV)/.stamp $(wildcard tests/lab/fake-nvml/src/*) tests/lab/fake-nvml/Makefile
+	$(MAKE) -C tests/lab/fake-nvml PYTHON=$(CURDIR)/$(BIN)/python
+
+images: apt
+	tests/lab/images/build all
+
+collection: $(COLLECTIONS)/ansible_collections/gpuops/nvidia/MANIFEST.json
+$(COLLECTIONS)/ansible_collections/gpuops/nvidia/MANIFEST.json: $(VENV)/.stamp $(COLLECTION_SOURCES)
+	@mkdir -p $(BUILD)
+	$(BIN)/ansible-galaxy collection build --force --output-path $(BUILD) >/dev/null
+	$(BIN)/ansible-galaxy collection install --offline --force -p $(COLLECTIONS) $(TARBALL) >/dev/null
+	@echo "installed gpuops.nvidia $(VERSION) into $(COLLECTIONS)"
+
+## ---- the lab ------------------------------------------------------------------------------
+lab: deps fake-nvml images collection
+	tests/lab/lab up
+	$(BIN)/ansible-playbook -i inventories/lab playbooks/site.yml
+
+lab-down:
+	tests/lab/lab down
+
+## ---- tests --------------------------------------------------------------------------------
+test: deps fake-nvml images collection
+	$(MAKE) --no-print-directory sanity lint units molecule fake-nvml-tests integration
+
+$(AT_ROOT): FORCE
+	@mkdir -p $(AT_ROOT)
+	@rsync -a --delete --exclude '/.venv' --exclude '/.build' --exclude '/.git' \
+		--exclude '__pycache__' --exclude '/tests/output' --exclude '.pytest_cache' ./ $(AT_ROOT)/
+FORCE:
+
+# ansible-test builds its own virtual environments and first fetches a pip bootstrap script from
+# a host the lab cannot reach; tests/lab/ansible-test/get_pip.py stands in for it.
+ANSIBLE_TEST_PIP := $(shell sed -n "s/.*pip='\([0-9.]*\)'.*/\1/p" \
+	$(VENV)/lib/python3*/site-packages/ansible_test/_internal/python_requirements.py 2>/dev/null | head -1)
+ANSIBLE_TEST_GET_PIP := $(HOME)/.ansible/test/cache/get_pip_$(subst .,_,$(ANSIBLE_TEST_PIP)).py
+
+ansible-test-env: $(AT_ROOT) venv
+	@mkdir -p $(dir $(ANSIBLE_TEST_GET_PIP))
+	@cp tests/lab/ansible-test/get_pip.py $(ANSIBLE_TEST_GET_PIP)
+
+sanity: ansible-test-env
+	cd $(AT_ROOT) && $(CURDIR)/$(BIN)/ansible-test sanity --python 3.11 --color no
+
+units: ansible-test-env fake-nvml
+	cd $(AT_ROOT) && $(CURDIR)/$(BIN)/ansible-test units --python 3.11 --color no
+
+lint:
+	$(BIN)/ansible-lint --offline
+
+fake-nvml-tests: fake-nvml
+	$(BIN)/pytest -q -p no:cacheprovider tests/lab/fake-nvml/tests
+
+molecule: images fake-nvml collection
+	$(BIN)/molecule test --all
+
+integration: fake-nvml collection
+	$(BIN)/pytest -q -p no:cacheprovider tests/integration
+
+clean:
+	rm -rf $(BUILD)
