@@ -32,6 +32,8 @@ XID_CATALOG = {
     120: ("GSP error", True, "drain the node and reset the GPU; update the driver if it recurs"),
 }
 
+SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
+
 _THROTTLE_FINDINGS = {
     "hw_slowdown": ("throttle_hw_slowdown", "warning",
                     "hardware slowdown is active (clocks cut by half or more)",
@@ -180,7 +182,7 @@ def gpu_findings(gpu: dict) -> list:
     for check in (_pcie_findings, _xid_findings, _ecc_findings, _remap_findings,
                   _throttle_findings, _nvlink_findings):
         found.extend(check(gpu))
-    return found
+    return sorted(found, key=lambda item: SEVERITY_ORDER[item["severity"]])
 
 
 def node_findings(driver: dict, gpus: list) -> list:

@@ -128,7 +128,7 @@ def _ecc(handle) -> dict:
     mode = _call(pynvml.nvmlDeviceGetEccMode, handle)
     if mode is None:
         return {"supported": False}
-    result = {"supported": True, "enabled": bool(mode[0]), "pending": bool(mode[1])}
+    result = {"supported": True, "enabled": bool(mode[0]), "enabled_pending": bool(mode[1])}
     for name, counter in (("volatile", 0), ("aggregate", 1)):
         result[name] = {
             "corrected": _call(pynvml.nvmlDeviceGetTotalEccErrors, handle, 0, counter),

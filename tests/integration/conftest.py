@@ -22,7 +22,7 @@ def _env(**extra):
         "ANSIBLE_CONFIG": os.path.join(REPO, "ansible.cfg"),
         "ANSIBLE_STDOUT_CALLBACK": "ansible.builtin.json",
         "ANSIBLE_LOAD_CALLBACK_PLUGINS": "1",
-        "ANSIBLE_INVENTORY": "localhost,",
+        "ANSIBLE_INVENTORY": os.path.join(REPO, "tests", "integration", "inventory.ini"),
         "ANSIBLE_LOCALHOST_WARNING": "0",
         "ANSIBLE_PYTHON_INTERPRETER": sys.executable,
         "PATH": BIN + os.pathsep + env.get("PATH", ""),
@@ -57,8 +57,11 @@ class Lab:
         result = json.loads(proc.stdout)["plays"][0]["tasks"][0]["hosts"]["localhost"]
         return result
 
-    def playbook(self, profile, playbook, extra_vars=None, check=True):
+    def playbook(self, profile, playbook, extra_vars=None, check=True, check_mode=False):
+        """Run a playbook; returns (process, json callback output)."""
         argv = [os.path.join(BIN, "ansible-playbook"), playbook]
+        if check_mode:
+            argv.append("--check")
         if extra_vars:
             argv += ["-e", json.dumps(extra_vars)]
         proc = self.run(profile, argv, check=check)

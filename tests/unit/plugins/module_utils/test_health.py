@@ -15,7 +15,7 @@ HEALTHY_GPU = {
     "lost": False,
     "pci": {"bus_id": "00000000:5d:00.0"},
     "pcie": {"gen_current": 5, "gen_max": 5, "width_current": 16, "width_max": 16},
-    "ecc": {"supported": True, "enabled": True, "pending": False,
+    "ecc": {"supported": True, "enabled": True, "enabled_pending": True,
             "volatile": {"corrected": 0, "uncorrected": 0},
             "aggregate": {"corrected": 12, "uncorrected": 0}},
     "remapped_rows": {"correctable": 0, "uncorrectable": 0, "pending": False, "failure": False},
@@ -49,7 +49,7 @@ def test_healthy_gpu_has_no_findings():
     ({"pcie": {"gen_current": 1}}, []),
     # ... but on a busy GPU it is.
     ({"pcie": {"gen_current": 3}, "clock_event_reasons": []}, [("pcie_link_degraded", "warning")]),
-    ({"xids": [79, 13, 79]}, [("xid", "warning"), ("xid", "error")]),
+    ({"xids": [79, 13, 79]}, [("xid", "error"), ("xid", "warning")]),
     ({"xids": [1234]}, [("xid", "error")]),
     ({"ecc": {"volatile": {"corrected": 0, "uncorrected": 2}, "aggregate": {"corrected": 0, "uncorrected": 5}}},
      [("ecc_uncorrectable", "error")]),
@@ -58,6 +58,9 @@ def test_healthy_gpu_has_no_findings():
     ({"remapped_rows": {"uncorrectable": 1, "pending": True}}, [("row_remap_pending", "warning")]),
     ({"clock_event_reasons": ["hw_slowdown", "sw_thermal_slowdown", "hw_thermal_slowdown", "sw_power_cap"]},
      [("throttle_hw_slowdown", "warning"), ("throttle_thermal", "warning"), ("throttle_power_cap", "info")]),
+    # Errors come first within a GPU, whatever check found them.
+    ({"pcie": {"width_current": 8}, "xids": [48], "clock_event_reasons": ["sw_power_cap"]},
+     [("xid", "error"), ("pcie_link_degraded", "warning"), ("throttle_power_cap", "info")]),
     ({"clock_event_reasons": ["hw_power_brake_slowdown"]}, [("throttle_power_brake", "warning")]),
     ({"nvlink": {"links": [{"link": 0, "active": True}, {"link": 1, "active": False}, {"link": 2, "active": False}]}},
      [("nvlink_down", "error")]),
