@@ -1,0 +1,353 @@
+/*
+ * Library core: init/shutdown, error strings, system queries, handle
+ * validation, helpers and the test hooks.
+ */
+#include "fake.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+pthread_mutex_t fake_lock = PTHREAD_MUTEX_INITIALIZER;
+fake_node_t fake_node;
+int fake_refcount;
+fake_state_t fake_state;
+
+struct nvmlDevice_st fake_dev_handles[FAKE_MAX_GPUS];
+struct nvmlDevice_st fake_mig_handles[FAKE_MAX_GPUS][FAKE_MAX_GI][FAKE_MAX_CI];
+struct nvmlGpuInstance_st fake_gi_handles[FAKE_MAX_GPUS][FAKE_MAX_GI];
+struct nvmlComputeInstance_st fake_ci_handles[FAKE_MAX_GPUS][FAKE_MAX_GI][FAKE_MAX_CI];
+
+__attribute__((constructor)) static void fake_handles_init(void)
+{
+    for (int g = 0; g < FAKE_MAX_GPUS; g++) {
+        fake_dev_handles[g].gpu = g;
+        for (unsigned a = 0; a < FAKE_MAX_GI; a++) {
+            fake_gi_handles[g][a].gpu = g;
+            fake_gi_handles[g][a].gi = a;
+            for (unsigned b = 0; b < FAKE_MAX_CI; b++) {
+                struct nvmlDevice_st *m = &fake_mig_handles[g][a][b];
+                m->gpu = g;
+                m->mig = 1;
+                m->gi = a;
+                m->ci = b;
+                fake_ci_handles[g][a][b].gpu = g;
+                fake_ci_handles[g][a][b].gi = a;
+                fake_ci_handles[g][a][b].ci = b;
+            }
+        }
+    }
+}
+
+/* ---- call tracing (lets the test-suite prove every export is exercised) ---- */
+
+static pthread_mutex_t trace_lock = PTHREAD_MUTEX_INITIALIZER;
+static const char *traced[512];
+static unsigned ntraced;
+
+void fake_trace(const char *fn)
+{
+    pthread_mutex_lock(&trace_lock);
+    for (unsigned i = 0; i < ntraced; i++)
+        if (traced[i] == fn || !strcmp(traced[i], fn)) {
+            pthread_mutex_unlock(&trace_lock);
+            return;
+        }
+    if (ntraced < sizeof(traced) / sizeof(traced[0]))
+        traced[ntraced++] = fn;
+    pthread_mutex_unlock(&trace_lock);
+}
+
+/* writes the names of the NVML functions called so far in this process,
+ * one per line; returns their number, or -1 when buf is too small */
+int gpuopsFakeNvmlCalledFunctions(char *buf, unsigned int size)
+{
+    size_t used = 0;
+    int n;
+    pthread_mutex_lock(&trace_lock);
+    n = (int)ntraced;
+    for (unsigned i = 0; i < ntraced; i++) {
+        size_t l = strlen(traced[i]);
+        if (!buf || used + l + 2 > size) {
+            n = -1;
+            break;
+        }
+        memcpy(buf + used, traced[i], l);
+        used += l;
+        buf[used++] = '\n';
+    }
+    if (buf && n >= 0)
+        buf[used] = '\0';
+    pthread_mutex_unlock(&trace_lock);
+    return n;
+}
+
+/* ---- helpers ---- */
+
+static unsigned long long mix64(unsigned long long x)
+{
+    x ^= x >> 30;
+    x *= 0xbf58476d1ce4e5b9ULL;
+    x ^= x >> 27;
+    x *= 0x94d049bb133111ebULL;
+    x ^= x >> 31;
+    return x;
+}
+
+static unsigned long long fnv1a(const char *s, unsigned long long h)
+{
+    for (; *s; s++) {
+        h ^= (unsigned char)*s;
+        h *= 0x100000001b3ULL;
+    }
+    return h;
+}
+
+void fake_hash_uuid(const char *prefix, const char *seed, char *out, size_t len)
+{
+    unsigned long long a = mix64(fnv1a(seed, 0xcbf29ce484222325ULL));
+    unsigned long long b = mix64(a ^ fnv1a(seed, 0x84222325cbf29ce4ULL));
+    snprintf(out, len, "%s%08llx-%04llx-%04llx-%04llx-%012llx", prefix, a >> 32,
+             (a >> 16) & 0xFFFF, a & 0xFFFF, b >> 48, b & 0xFFFFFFFFFFFFULL);
+}
+
+void fake_mig_uuid(const fake_gpu_t *g, unsigned gi, unsigned ci, char *out, size_t len)
+{
+    char seed[160];
+    snprintf(seed, sizeof(seed), "%s/gi%u/ci%u", g->uuid, gi, ci);
+    fake_hash_uuid("MIG-", seed, out, len);
+}
+
+nvmlReturn_t fake_copy_str(char *dst, unsigned int length, const char *src)
+{
+    size_t l;
+    if (!dst)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    l = strlen(src);
+    if (length < l + 1)
+        return NVML_ERROR_INSUFFICIENT_SIZE;
+    memcpy(dst, src, l + 1);
+    return NVML_SUCCESS;
+}
+
+void fake_fill_pci(nvmlPciInfo_t *pci, unsigned domain, unsigned bus, unsigned dev,
+                   unsigned device_id, unsigned subsys_id)
+{
+    memset(pci, 0, sizeof(*pci));
+    snprintf(pci->busIdLegacy, sizeof(pci->busIdLegacy), NVML_DEVICE_PCI_BUS_ID_LEGACY_FMT,
+             domain & 0xFFFF, bus, dev);
+    snprintf(pci->busId, sizeof(pci->busId), NVML_DEVICE_PCI_BUS_ID_FMT, domain, bus, dev);
+    pci->domain = domain;
+    pci->bus = bus;
+    pci->device = dev;
+    pci->pciDeviceId = device_id;
+    pci->pciSubSystemId = subsys_id;
+}
+
+#define IN_ARRAY(p, arr) \
+    ((uintptr_t)(p) >= (uintptr_t)(arr) && (uintptr_t)(p) < (uintptr_t)(arr) + sizeof(arr))
+
+nvmlReturn_t fake_dev(nvmlDevice_t device, int flags, fake_gpu_t **gpu)
+{
+    const struct nvmlDevice_st *d = device;
+    fake_gpu_t *g;
+
+    if (!fake_refcount)
+        return NVML_ERROR_UNINITIALIZED;
+    if (IN_ARRAY(d, fake_dev_handles)) {
+        if (((uintptr_t)d - (uintptr_t)fake_dev_handles) % sizeof(*d))
+            return NVML_ERROR_INVALID_ARGUMENT;
+    } else if (IN_ARRAY(d, fake_mig_handles)) {
+        if (((uintptr_t)d - (uintptr_t)fake_mig_handles) % sizeof(*d))
+            return NVML_ERROR_INVALID_ARGUMENT;
+    } else {
+        return NVML_ERROR_INVALID_ARGUMENT;
+    }
+    if (d->gpu < 0 || (unsigned)d->gpu >= fake_node.gpu_count)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    g = &fake_node.gpus[d->gpu];
+    if (g->lost != LOST_NO && !(flags & DEV_ALLOW_LOST))
+        return NVML_ERROR_GPU_IS_LOST;
+    if (d->mig) {
+        if (!fake_mig_dev_exists(d))
+            return NVML_ERROR_INVALID_ARGUMENT;
+        if (!(flags & DEV_ALLOW_MIG))
+            return NVML_ERROR_NOT_SUPPORTED;
+    }
+    *gpu = g;
+    return NVML_SUCCESS;
+}
+
+/* ---- init / shutdown ---- */
+
+static nvmlReturn_t do_init(void)
+{
+    fake_node_t *tmp = malloc(sizeof(*tmp));
+    nvmlReturn_t r;
+
+    if (!tmp)
+        return NVML_ERROR_MEMORY;
+    r = fake_profile_load(tmp);
+    if (r == NVML_SUCCESS) {
+        if (tmp->driver_state == DRV_NOT_LOADED)
+            r = NVML_ERROR_DRIVER_NOT_LOADED;
+        else if (tmp->driver_state == DRV_VERSION_MISMATCH)
+            r = NVML_ERROR_LIB_RM_VERSION_MISMATCH;
+    }
+    if (r == NVML_SUCCESS) {
+        memcpy(&fake_node, tmp, sizeof(*tmp));
+        fake_refcount++;
+    }
+    free(tmp);
+    return r;
+}
+
+nvmlReturn_t nvmlInitWithFlags(unsigned int flags)
+{
+    (void)flags;
+    API_ENTER();
+    API_RETURN(do_init());
+}
+
+nvmlReturn_t nvmlInit_v2(void)
+{
+    API_ENTER();
+    API_RETURN(do_init());
+}
+
+nvmlReturn_t nvmlInit(void)
+{
+    API_ENTER();
+    API_RETURN(do_init());
+}
+
+nvmlReturn_t nvmlShutdown(void)
+{
+    API_ENTER();
+    if (!fake_refcount)
+        API_RETURN(NVML_ERROR_UNINITIALIZED);
+    fake_refcount--;
+    API_RETURN(NVML_SUCCESS);
+}
+
+const char *nvmlErrorString(nvmlReturn_t result)
+{
+    fake_trace(__func__);
+    switch (result) {
+    case NVML_SUCCESS: return "Success";
+    case NVML_ERROR_UNINITIALIZED: return "Uninitialized";
+    case NVML_ERROR_INVALID_ARGUMENT: return "Invalid Argument";
+    case NVML_ERROR_NOT_SUPPORTED: return "Not Supported";
+    case NVML_ERROR_NO_PERMISSION: return "Insufficient Permissions";
+    case NVML_ERROR_ALREADY_INITIALIZED: return "Already Initialized";
+    case NVML_ERROR_NOT_FOUND: return "Not Found";
+    case NVML_ERROR_INSUFFICIENT_SIZE: return "Insufficient Size";
+    case NVML_ERROR_INSUFFICIENT_POWER: return "Insufficient External Power";
+    case NVML_ERROR_DRIVER_NOT_LOADED: return "Driver Not Loaded";
+    case NVML_ERROR_TIMEOUT: return "Timeout";
+    case NVML_ERROR_IRQ_ISSUE: return "Interrupt Request Issue";
+    case NVML_ERROR_LIBRARY_NOT_FOUND: return "NVML Shared Library Not Found";
+    case NVML_ERROR_FUNCTION_NOT_FOUND: return "Function Not Found";
+    case NVML_ERROR_CORRUPTED_INFOROM: return "Corrupted infoROM";
+    case NVML_ERROR_GPU_IS_LOST: return "GPU is lost";
+    case NVML_ERROR_RESET_REQUIRED: return "GPU requires restart";
+    case NVML_ERROR_OPERATING_SYSTEM: return "The operating system has blocked the request.";
+    case NVML_ERROR_LIB_RM_VERSION_MISMATCH: return "RM has detected an NVML/RM version mismatch.";
+    case NVML_ERROR_IN_USE: return "In use by another client";
+    case NVML_ERROR_MEMORY: return "Insufficient Memory";
+    case NVML_ERROR_NO_DATA: return "No data";
+    case NVML_ERROR_VGPU_ECC_NOT_SUPPORTED:
+        return "The requested vgpu operation is not available on target device, becasue ECC is enabled";
+    case NVML_ERROR_INSUFFICIENT_RESOURCES: return "Ran out of critical resources, other than memory";
+    case NVML_ERROR_FREQ_NOT_SUPPORTED: return "The requested frequency is not supported";
+    case NVML_ERROR_ARGUMENT_VERSION_MISMATCH: return "The provided version is invalid/unsupported";
+    case NVML_ERROR_DEPRECATED: return "The requested functionality has been deprecated";
+    case NVML_ERROR_NOT_READY: return "The system is not ready for the request";
+    case NVML_ERROR_GPU_NOT_FOUND: return "No GPUs were found";
+    case NVML_ERROR_INVALID_STATE: return "Resource not in correct state to perform requested operation";
+    case NVML_ERROR_RESET_TYPE_NOT_SUPPORTED: return "Reset not supported for given device/parameters";
+    case NVML_ERROR_UNKNOWN: return "Unknown Error";
+    default: return "Unknown Error";
+    }
+}
+
+/* ---- system queries ---- */
+
+nvmlReturn_t nvmlSystemGetDriverVersion(char *version, unsigned int length)
+{
+    API_ENTER();
+    if (!fake_refcount)
+        API_RETURN(NVML_ERROR_UNINITIALIZED);
+    API_RETURN(fake_copy_str(version, length, fake_node.driver_version));
+}
+
+nvmlReturn_t nvmlSystemGetNVMLVersion(char *version, unsigned int length)
+{
+    API_ENTER();
+    if (!fake_refcount)
+        API_RETURN(NVML_ERROR_UNINITIALIZED);
+    API_RETURN(fake_copy_str(version, length, fake_node.nvml_version));
+}
+
+static nvmlReturn_t cuda_version(int *v)
+{
+    if (!fake_refcount)
+        return NVML_ERROR_UNINITIALIZED;
+    if (!v)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    *v = fake_node.cuda_version;
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlSystemGetCudaDriverVersion(int *cudaDriverVersion)
+{
+    API_ENTER();
+    API_RETURN(cuda_version(cudaDriverVersion));
+}
+
+nvmlReturn_t nvmlSystemGetCudaDriverVersion_v2(int *cudaDriverVersion)
+{
+    API_ENTER();
+    API_RETURN(cuda_version(cudaDriverVersion));
+}
+
+/* ---- test hook: GPU reset / reboot ---- */
+
+/* Applies pending MIG modes on every MIG-capable GPU of the current profile
+ * and drops all GPU/compute instances (they do not survive a reset). Works
+ * with or without nvmlInit. Returns an nvmlReturn_t value. */
+int gpuopsFakeNvmlSimulateReset(void)
+{
+    fake_node_t *tmp;
+    nvmlReturn_t r;
+
+    fake_trace(__func__);
+    tmp = malloc(sizeof(*tmp));
+    if (!tmp)
+        return NVML_ERROR_MEMORY;
+    pthread_mutex_lock(&fake_lock);
+    r = fake_profile_load(tmp);
+    if (r == NVML_SUCCESS)
+        r = fake_state_open(&fake_state, tmp->state_path, 1);
+    if (r == NVML_SUCCESS) {
+        for (unsigned i = 0; i < tmp->gpu_count; i++) {
+            fake_gpu_state_t *s;
+            if (!tmp->gpus[i].mig)
+                continue;
+            s = fake_state_gpu(&fake_state, &tmp->gpus[i]);
+            if (!s) {
+                r = NVML_ERROR_UNKNOWN;
+                break;
+            }
+            s->mig_cur = s->mig_pend;
+            memset(s->gi, 0, sizeof(s->gi));
+        }
+        if (r == NVML_SUCCESS)
+            r = fake_state_commit(&fake_state);
+        fake_state_close(&fake_state);
+    }
+    pthread_mutex_unlock(&fake_lock);
+    free(tmp);
+    return (int)r;
+}
