@@ -85,8 +85,12 @@ class NvmlSession:
         return False
 
 
-def _call(func, *args):
-    """Call an NVML getter; None when the GPU or driver does not support it."""
+def _call(name, *args):
+    """Call an NVML getter by pynvml name; None when the GPU, the driver or the installed
+    bindings (distributions ship older pynvml releases) do not support it."""
+    func = getattr(pynvml, name, None)
+    if func is None:
+        return None
     try:
         return func(*args)
     except pynvml.NVMLError as exc:
@@ -102,16 +106,16 @@ def _text(value):
 
 
 def _system_info() -> dict:
-    cuda = _call(pynvml.nvmlSystemGetCudaDriverVersion)
+    cuda = _call("nvmlSystemGetCudaDriverVersion")
     return {
-        "version": _text(_call(pynvml.nvmlSystemGetDriverVersion)),
-        "nvml_version": _text(_call(pynvml.nvmlSystemGetNVMLVersion)),
+        "version": _text(_call("nvmlSystemGetDriverVersion")),
+        "nvml_version": _text(_call("nvmlSystemGetNVMLVersion")),
         "cuda_driver_version": ("%d.%d" % (cuda // 1000, (cuda % 1000) // 10)) if cuda else None,
     }
 
 
 def _pci(handle) -> dict:
-    info = _call(pynvml.nvmlDeviceGetPciInfo, handle)
+    info = _call("nvmlDeviceGetPciInfo", handle)
     if info is None:
         return {}
     device_id = info.pciDeviceId
@@ -125,20 +129,20 @@ def _pci(handle) -> dict:
 
 
 def _ecc(handle) -> dict:
-    mode = _call(pynvml.nvmlDeviceGetEccMode, handle)
+    mode = _call("nvmlDeviceGetEccMode", handle)
     if mode is None:
         return {"supported": False}
     result = {"supported": True, "enabled": bool(mode[0]), "enabled_pending": bool(mode[1])}
     for name, counter in (("volatile", 0), ("aggregate", 1)):
         result[name] = {
-            "corrected": _call(pynvml.nvmlDeviceGetTotalEccErrors, handle, 0, counter),
-            "uncorrected": _call(pynvml.nvmlDeviceGetTotalEccErrors, handle, 1, counter),
+            "corrected": _call("nvmlDeviceGetTotalEccErrors", handle, 0, counter),
+            "uncorrected": _call("nvmlDeviceGetTotalEccErrors", handle, 1, counter),
         }
     return result
 
 
 def _remapped_rows(handle) -> dict | None:
-    rows = _call(pynvml.nvmlDeviceGetRemappedRows, handle)
+    rows = _call("nvmlDeviceGetRemappedRows", handle)
     if rows is None:
         return None
     return {"correctable": rows[0], "uncorrectable": rows[1],
@@ -156,16 +160,16 @@ def _nvlink(handle) -> dict:
             break  # NOT_SUPPORTED / INVALID_ARGUMENT: past the last link (or no NVLink at all)
         entry = {"link": link, "active": bool(state)}
         if state:
-            remote_type = _call(pynvml.nvmlDeviceGetNvLinkRemoteDeviceType, handle, link)
+            remote_type = _call("nvmlDeviceGetNvLinkRemoteDeviceType", handle, link)
             entry["remote_type"] = NVLINK_REMOTE_TYPES.get(remote_type, "unknown")
-            remote = _call(pynvml.nvmlDeviceGetNvLinkRemotePciInfo, handle, link)
+            remote = _call("nvmlDeviceGetNvLinkRemotePciInfo", handle, link)
             entry["remote_bus_id"] = _text(remote.busId).lower() if remote is not None else None
         links.append(entry)
     return {"links": links, "total": len(links), "active": sum(1 for x in links if x["active"])}
 
 
 def _cpu_affinity(handle) -> str | None:
-    words = _call(pynvml.nvmlDeviceGetCpuAffinity, handle, 16)
+    words = _call("nvmlDeviceGetCpuAffinity", handle, 16)
     if words is None:
         return None
     cpus = [w * 64 + bit for w, mask in enumerate(words) for bit in range(64) if mask >> bit & 1]
@@ -187,32 +191,33 @@ def _mig_profile_names(handle) -> dict:
     instances carry the profile ID from that info."""
     names = {}
     for index in range(_GI_PROFILE_COUNT):
-        info = _call(pynvml.nvmlDeviceGetGpuInstanceProfileInfo, handle, index)
+        info = _call("nvmlDeviceGetGpuInstanceProfileInfo", handle, index)
         if info is not None:
-            names[info.id] = _text(info.name).replace("MIG ", "") or "profile-%d" % info.id
+            # Bindings before the v2 structs have no name field.
+            names[info.id] = _text(getattr(info, "name", b"")).replace("MIG ", "") or "profile-%d" % info.id
     return names
 
 
 def _compute_instances(gpu_instance) -> list:
     found = []
     for index in range(_CI_PROFILE_COUNT):
-        info = _call(pynvml.nvmlGpuInstanceGetComputeInstanceProfileInfo, gpu_instance, index, 0)
+        info = _call("nvmlGpuInstanceGetComputeInstanceProfileInfo", gpu_instance, index, 0)
         if info is None:
             continue
         count = ctypes.c_uint(0)
         array = (pynvml.c_nvmlComputeInstance_t * max(info.instanceCount, 1))()
-        if _call(pynvml.nvmlGpuInstanceGetComputeInstances, gpu_instance, info.id, array, ctypes.byref(count)) is None:
+        if _call("nvmlGpuInstanceGetComputeInstances", gpu_instance, info.id, array, ctypes.byref(count)) is None:
             continue
         for i in range(count.value):
-            ci_info = _call(pynvml.nvmlComputeInstanceGetInfo, array[i])
+            ci_info = _call("nvmlComputeInstanceGetInfo", array[i])
             if ci_info is not None:
                 found.append({"id": ci_info.id, "profile_id": ci_info.profileId,
-                              "profile": _text(info.name).replace("MIG ", "")})
+                              "profile": _text(getattr(info, "name", b"")).replace("MIG ", "") or None})
     return sorted(found, key=lambda c: c["id"])
 
 
 def _mig(handle) -> dict:
-    modes = _call(pynvml.nvmlDeviceGetMigMode, handle)
+    modes = _call("nvmlDeviceGetMigMode", handle)
     if modes is None:
         return {"capable": False}
     result = {"capable": True, "current": bool(modes[0]), "pending": bool(modes[1]),
@@ -221,15 +226,15 @@ def _mig(handle) -> dict:
         return result
     names = _mig_profile_names(handle)
     for index in range(_GI_PROFILE_COUNT):
-        info = _call(pynvml.nvmlDeviceGetGpuInstanceProfileInfo, handle, index)
+        info = _call("nvmlDeviceGetGpuInstanceProfileInfo", handle, index)
         if info is None:
             continue
         count = ctypes.c_uint(0)
         array = (pynvml.c_nvmlGpuInstance_t * max(info.instanceCount, 1))()
-        if _call(pynvml.nvmlDeviceGetGpuInstances, handle, info.id, array, ctypes.byref(count)) is None:
+        if _call("nvmlDeviceGetGpuInstances", handle, info.id, array, ctypes.byref(count)) is None:
             continue
         for i in range(count.value):
-            gi_info = _call(pynvml.nvmlGpuInstanceGetInfo, array[i])
+            gi_info = _call("nvmlGpuInstanceGetInfo", array[i])
             if gi_info is None:
                 continue
             result["gpu_instances"].append({
@@ -240,63 +245,65 @@ def _mig(handle) -> dict:
                 "compute_instances": _compute_instances(array[i]),
             })
     result["gpu_instances"].sort(key=lambda g: g["id"])
-    for index in range(_call(pynvml.nvmlDeviceGetMaxMigDeviceCount, handle) or 0):
-        mig_handle = _call(pynvml.nvmlDeviceGetMigDeviceHandleByIndex, handle, index)
+    for index in range(_call("nvmlDeviceGetMaxMigDeviceCount", handle) or 0):
+        mig_handle = _call("nvmlDeviceGetMigDeviceHandleByIndex", handle, index)
         if mig_handle is None:
             continue
-        memory = _call(pynvml.nvmlDeviceGetMemoryInfo, mig_handle)
+        memory = _call("nvmlDeviceGetMemoryInfo", mig_handle)
         result["devices"].append({
-            "uuid": _text(_call(pynvml.nvmlDeviceGetUUID, mig_handle)),
-            "gpu_instance_id": _call(pynvml.nvmlDeviceGetGpuInstanceId, mig_handle),
-            "compute_instance_id": _call(pynvml.nvmlDeviceGetComputeInstanceId, mig_handle),
-            "name": _text(_call(pynvml.nvmlDeviceGetName, mig_handle)),
+            "uuid": _text(_call("nvmlDeviceGetUUID", mig_handle)),
+            "gpu_instance_id": _call("nvmlDeviceGetGpuInstanceId", mig_handle),
+            "compute_instance_id": _call("nvmlDeviceGetComputeInstanceId", mig_handle),
+            "name": _text(_call("nvmlDeviceGetName", mig_handle)),
             "memory_total_mib": mib(memory.total) if memory is not None else None,
         })
     return result
 
 
 def _device(index: int, handle) -> dict:
-    cc = _call(pynvml.nvmlDeviceGetCudaComputeCapability, handle)
-    memory = _call(pynvml.nvmlDeviceGetMemoryInfo, handle)
-    power = _call(pynvml.nvmlDeviceGetPowerUsage, handle)
-    limit = _call(pynvml.nvmlDeviceGetEnforcedPowerLimit, handle)
-    persistence = _call(pynvml.nvmlDeviceGetPersistenceMode, handle)
-    reasons = _call(pynvml.nvmlDeviceGetCurrentClocksEventReasons, handle)
-    utilization = _call(pynvml.nvmlDeviceGetUtilizationRates, handle)
-    numa = _call(pynvml.nvmlDeviceGetNumaNodeId, handle)
+    cc = _call("nvmlDeviceGetCudaComputeCapability", handle)
+    memory = _call("nvmlDeviceGetMemoryInfo", handle)
+    power = _call("nvmlDeviceGetPowerUsage", handle)
+    limit = _call("nvmlDeviceGetEnforcedPowerLimit", handle)
+    persistence = _call("nvmlDeviceGetPersistenceMode", handle)
+    reasons = _call("nvmlDeviceGetCurrentClocksEventReasons", handle)
+    if reasons is None:  # bindings older than the "clock event" rename
+        reasons = _call("nvmlDeviceGetCurrentClocksThrottleReasons", handle)
+    utilization = _call("nvmlDeviceGetUtilizationRates", handle)
+    numa = _call("nvmlDeviceGetNumaNodeId", handle)
     return {
         "index": index,
         "lost": False,
-        "name": _text(_call(pynvml.nvmlDeviceGetName, handle)),
-        "uuid": _text(_call(pynvml.nvmlDeviceGetUUID, handle)),
-        "serial": _text(_call(pynvml.nvmlDeviceGetSerial, handle)),
-        "board_part_number": _text(_call(pynvml.nvmlDeviceGetBoardPartNumber, handle)),
-        "vbios_version": _text(_call(pynvml.nvmlDeviceGetVbiosVersion, handle)),
-        "minor_number": _call(pynvml.nvmlDeviceGetMinorNumber, handle),
+        "name": _text(_call("nvmlDeviceGetName", handle)),
+        "uuid": _text(_call("nvmlDeviceGetUUID", handle)),
+        "serial": _text(_call("nvmlDeviceGetSerial", handle)),
+        "board_part_number": _text(_call("nvmlDeviceGetBoardPartNumber", handle)),
+        "vbios_version": _text(_call("nvmlDeviceGetVbiosVersion", handle)),
+        "minor_number": _call("nvmlDeviceGetMinorNumber", handle),
         "pci": _pci(handle),
         "compute_capability": ("%d.%d" % cc) if cc else None,
-        "architecture": architecture_name(_call(pynvml.nvmlDeviceGetArchitecture, handle),
+        "architecture": architecture_name(_call("nvmlDeviceGetArchitecture", handle),
                                           cc[0] if cc else None, cc[1] if cc else None),
         "memory": {"total_mib": mib(memory.total), "used_mib": mib(memory.used),
                    "free_mib": mib(memory.free)} if memory is not None else None,
         "persistence_mode": bool(persistence) if persistence is not None else None,
         "power": {"draw_w": round(power / 1000.0, 1) if power is not None else None,
                   "limit_w": round(limit / 1000.0, 1) if limit is not None else None},
-        "temperature_c": _call(pynvml.nvmlDeviceGetTemperature, handle, 0),
+        "temperature_c": _call("nvmlDeviceGetTemperature", handle, 0),
         "clocks": {
-            "sm_mhz": _call(pynvml.nvmlDeviceGetClockInfo, handle, 1),
-            "mem_mhz": _call(pynvml.nvmlDeviceGetClockInfo, handle, 2),
-            "sm_max_mhz": _call(pynvml.nvmlDeviceGetMaxClockInfo, handle, 1),
-            "mem_max_mhz": _call(pynvml.nvmlDeviceGetMaxClockInfo, handle, 2),
+            "sm_mhz": _call("nvmlDeviceGetClockInfo", handle, 1),
+            "mem_mhz": _call("nvmlDeviceGetClockInfo", handle, 2),
+            "sm_max_mhz": _call("nvmlDeviceGetMaxClockInfo", handle, 1),
+            "mem_max_mhz": _call("nvmlDeviceGetMaxClockInfo", handle, 2),
         },
         "utilization": {"gpu": utilization.gpu, "memory": utilization.memory}
         if utilization is not None else None,
         "pcie": {
-            "gen_current": _call(pynvml.nvmlDeviceGetCurrPcieLinkGeneration, handle),
-            "gen_max": _call(pynvml.nvmlDeviceGetMaxPcieLinkGeneration, handle),
-            "gen_gpu_max": _call(pynvml.nvmlDeviceGetGpuMaxPcieLinkGeneration, handle),
-            "width_current": _call(pynvml.nvmlDeviceGetCurrPcieLinkWidth, handle),
-            "width_max": _call(pynvml.nvmlDeviceGetMaxPcieLinkWidth, handle),
+            "gen_current": _call("nvmlDeviceGetCurrPcieLinkGeneration", handle),
+            "gen_max": _call("nvmlDeviceGetMaxPcieLinkGeneration", handle),
+            "gen_gpu_max": _call("nvmlDeviceGetGpuMaxPcieLinkGeneration", handle),
+            "width_current": _call("nvmlDeviceGetCurrPcieLinkWidth", handle),
+            "width_max": _call("nvmlDeviceGetMaxPcieLinkWidth", handle),
         },
         "ecc": _ecc(handle),
         "remapped_rows": _remapped_rows(handle),
@@ -323,8 +330,8 @@ def _topology(handles: list) -> list:
     for i, (index_a, handle_a) in enumerate(handles):
         for index_b, handle_b in handles[i + 1:]:
             try:
-                level = _call(pynvml.nvmlDeviceGetTopologyCommonAncestor, handle_a, handle_b)
-                p2p = _call(pynvml.nvmlDeviceGetP2PStatus, handle_a, handle_b, 2)
+                level = _call("nvmlDeviceGetTopologyCommonAncestor", handle_a, handle_b)
+                p2p = _call("nvmlDeviceGetP2PStatus", handle_a, handle_b, 2)
             except GpuLost:
                 continue
             entry = {"gpus": [index_a, index_b]}
@@ -345,7 +352,7 @@ def _listen_for_xids(handles: list, wait_ms: int) -> list:
     events = []
     try:
         for index, handle in handles:
-            supported = _call(pynvml.nvmlDeviceGetSupportedEventTypes, handle) or 0
+            supported = _call("nvmlDeviceGetSupportedEventTypes", handle) or 0
             if not supported & _XID_EVENT:
                 continue
             try:

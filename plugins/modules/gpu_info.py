@@ -142,7 +142,7 @@ gpus:
       compute capability, memory (MiB), persistence mode, power (W), temperature (C), clocks,
       utilization, PCIe link (gen/width current and max), ECC counters, remapped rows, clock
       event reasons, NVLink links, NUMA node, CPU affinity, MIG mode and instances, and XIDs.
-    - A GPU that NVML reports as lost has RV(gpus[].lost=true) and little else.
+    - A GPU that NVML reports as lost has C(lost=true) and little else.
   returned: always
   type: list
   elements: dict
