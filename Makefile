@@ -14,8 +14,11 @@ COLLECTIONS := $(BUILD)/collections
 # git checkout (inside it, git would hide the ignored copy from ansible-test).
 AT_ROOT := $(or $(TMPDIR),/tmp)/gpuops-nvidia-ansible-test/ansible_collections/gpuops/nvidia
 FAKE_NVML := tests/lab/fake-nvml/build/libnvidia-ml.so.1
+FAKE_NVML_DEB := tests/lab/fake-nvml/build/gpuops-lab-fake-nvml.deb
 
 export CONTAINERS_CONF := $(CURDIR)/tests/lab/containers.conf
+# molecule calls ansible-playbook, ansible-config and pytest by name.
+export PATH := $(CURDIR)/$(BIN):$(PATH)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 export ANSIBLE_FORCE_COLOR := 0
 export PY_COLORS := 0
@@ -54,9 +57,9 @@ $(VENV)/.stamp: requirements.txt
 	$(BIN)/pip install -q --disable-pip-version-check -r requirements.txt
 	@touch $@
 
-fake-nvml: $(FAKE_NVML)
-$(FAKE_NVML): $(VENV)/.stamp $(wildcard tests/lab/fake-nvml/src/*) tests/lab/fake-nvml/Makefile
-	$(MAKE) -C tests/lab/fake-nvml PYTHON=$(CURDIR)/$(BIN)/python
+# The library (for with-gpus and the tests) and its .deb (the lab containers' "driver").
+fake-nvml: venv
+	$(MAKE) -s -C tests/lab/fake-nvml PYTHON=$(CURDIR)/$(BIN)/python all deb
 
 images: apt
 	tests/lab/images/build all
