@@ -25,11 +25,22 @@ def merge_kernel_xids(gpus: list, records: list) -> list:
     return orphans
 
 
+def explain_unloaded_driver(driver: dict) -> None:
+    """Some NVML releases answer a missing kernel module with a generic error (Debian 13's
+    550 library says "Unknown Error" where 535 says "Driver Not Loaded"). When NVML fails for
+    no specific reason and no NVIDIA kernel module is loaded, that is the reason."""
+    if (not driver["loaded"] and driver["reason"] == "nvml_error"
+            and not driver["kernel_module"]["loaded"]):
+        driver["reason"] = "driver_not_loaded"
+        driver["message"] = "%s (no NVIDIA kernel module is loaded)" % driver["message"]
+
+
 def gather(host_root: str = "/", xid_wait_ms: int = 0, kernel_log: bool = True) -> dict:
     """Everything gpu_info returns, as plain data."""
     node = nvml.read_node(xid_wait_ms=xid_wait_ms)
     driver = node["driver"]
     driver["kernel_module"] = kernel.loaded_module(host_root)
+    explain_unloaded_driver(driver)
     log_status = {"read": False, "error": "not requested"}
     unclaimed = []
     if kernel_log:

@@ -1,0 +1,39 @@
+"""The node after gpu_report: bindings installed from Debian on top of the simulated driver,
+and an inventory record that matches what NVML itself says on the node."""
+import json
+
+LIST_GPUS = (
+    "python3 -c 'import json, pynvml; pynvml.nvmlInit(); "
+    "print(json.dumps([pynvml.nvmlDeviceGetUUID(pynvml.nvmlDeviceGetHandleByIndex(i)) "
+    "for i in range(pynvml.nvmlDeviceGetCount())]))'"
+)
+
+
+def test_bindings_come_from_debian_without_the_real_library(host):
+    assert host.package("python3-pynvml").is_installed
+    assert host.package("gpuops-lab-fake-nvml").is_installed
+    assert not host.package("libnvidia-ml1").is_installed
+
+
+def test_inventory_record(host):
+    record = host.file("/var/lib/gpuops/gpu-inventory.json")
+    assert record.is_file
+    assert (record.user, record.group, record.mode) == ("root", "root", 0o644)
+    data = json.loads(record.content_string)
+    assert data["schema"] == "gpuops.nvidia/gpu-inventory/v1"
+    assert data["driver"]["loaded"] is True
+    assert data["driver"]["version"] == "570.172.08"
+    assert data["gpu_count"] == 8
+    assert {gpu["name"] for gpu in data["gpus"]} == {"NVIDIA H100 80GB HBM3"}
+    assert {gpu["architecture"] for gpu in data["gpus"]} == {"hopper"}
+    # The record names the same GPUs NVML lists on the node, in the same order.
+    uuids = json.loads(host.check_output(LIST_GPUS))
+    assert [gpu["uuid"] for gpu in data["gpus"]] == uuids
+    assert len(set(uuids)) == 8
+
+
+def test_module_runs_on_the_node(host):
+    result = host.ansible("gpuops.nvidia.gpu_info", "xid_wait_ms=0", check=False)
+    assert result["gpu_count"] == 8
+    assert result["healthy"] is True
+    assert result["changed"] is False
