@@ -177,3 +177,9 @@ def test_module_needs_pynvml(lab, tmp_path):
                    env={"ANSIBLE_PYTHON_INTERPRETER": str(venv / "bin" / "python")})
     assert proc.returncode != 0
     assert "nvidia-ml-py (Python module pynvml)" in proc.stdout
+
+
+def test_as_facts_reach_later_plays(lab):
+    _proc, out = lab.playbook("dgx-a100", os.path.join(REPO, "tests", "integration", "playbooks", "facts.yml"))
+    facts = out["plays"][1]["tasks"][0]["hosts"]["localhost"]["ansible_facts"]
+    assert facts == {"models": ["NVIDIA A100-SXM4-40GB"], "mig_capable": 8}
