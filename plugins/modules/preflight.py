@@ -1,0 +1,203 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpuops.nvidia contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: preflight
+short_description: Check that a host can take an NVIDIA driver plan before anything changes
+version_added: 0.1.0
+description:
+  - Finds the host's NVIDIA GPUs and NVSwitches on the PCI bus (no driver needed; names from the
+    host's C(pci.ids)), or through NVML when a driver is loaded, and checks the requested driver
+    plan against them and the host.
+  - "Checks: GPU architecture against the driver branch and against the kernel module flavour;
+    the driver CUDA O(cuda_version) needs; the MIG minimum driver and MIG support of each model;
+    the distribution release against the chosen O(source); kernel headers when DKMS will build;
+    Secure Boot with an unsigned build; nouveau loaded or not blacklisted; a driver installed by
+    NVIDIA's .run installer; NVSwitches that need the fabric manager; free disk space."
+  - Reports every problem at once, each with a code, a message that names the GPU model, what is
+    required and what was asked, and a fix. Changes nothing.
+author:
+  - gpuops.nvidia maintainers (@gpuops)
+requirements:
+  - nvidia-ml-py (Python module C(pynvml)) on the managed host only to read GPUs through a
+    loaded driver; without it the PCI bus is used.
+options:
+  driver_branch:
+    description: Driver branch to install, for example C(580) or C(R580).
+    type: str
+    required: true
+  driver_version:
+    description: Exact driver version to pin (for example C(580.95.05)); checked against the CUDA
+      and MIG minimums instead of the branch.
+    type: str
+  kernel_module_type:
+    description: Kernel module flavour. C(auto) chooses from the GPUs and the branch.
+    type: str
+    choices: [auto, open, proprietary]
+    default: auto
+  cuda_version:
+    description: Newest CUDA release the workloads need (for example C(12.8)).
+    type: str
+  mig_required:
+    description: The GPUs must support MIG with this driver.
+    type: bool
+    default: false
+  source:
+    description:
+      - Where the driver comes from. C(cuda_repo) is NVIDIA's CUDA repository; C(distro) is the
+        distribution's own packages (Debian non-free, Ubuntu's signed precompiled modules).
+    type: str
+    choices: [cuda_repo, distro]
+    default: cuda_repo
+  min_free_mib:
+    description: Free space needed on C(/usr) and C(/var), in MiB.
+    type: int
+    default: 2048
+  fail_on_problems:
+    description: Fail when any finding is an error. The findings are returned either way.
+    type: bool
+    default: true
+  host_root:
+    description: Directory under which C(/sys), C(/proc), C(/etc), C(/lib/modules) and C(pci.ids)
+      are read; only useful when the host's file systems are mounted elsewhere.
+    type: path
+    default: /
+attributes:
+  check_mode:
+    support: full
+    description: The module only reads.
+  diff_mode:
+    support: none
+    description: Nothing is changed.
+  idempotent:
+    support: full
+    description: Every run reports C(changed=false).
+seealso:
+  - module: gpuops.nvidia.gpu_info
+"""
+
+EXAMPLES = r"""
+- name: Check the plan before touching the host
+  gpuops.nvidia.preflight:
+    driver_branch: "580"
+    cuda_version: "13.0"
+    mig_required: true
+
+- name: Collect the findings without failing
+  gpuops.nvidia.preflight:
+    driver_branch: "{{ driver_branch }}"
+    source: distro
+    fail_on_problems: false
+  register: preflight
+
+- name: Use the recommendation
+  ansible.builtin.debug:
+    msg: "install {{ preflight.recommendation.packages | join(', ') }}"
+  when: preflight.recommendation
+"""
+
+RETURN = r"""
+passed:
+  description: True when no finding is an error.
+  returned: always
+  type: bool
+findings:
+  description: Every problem found, errors first.
+  returned: always
+  type: list
+  elements: dict
+  sample:
+    - code: branch_unsupported_gpu
+      severity: error
+      message: "NVIDIA H100 80GB HBM3 (Hopper) needs driver branch R525 and newer; branch R470 was requested.
+        Supported branches for Hopper: R535, R550, R560, R565, R570, R575, R580, R590, R595, R610, R620"
+      fix: set driver_branch to one of 535, 550, ...
+recommendation:
+  description: The branch, module flavour, source and packages to install; null when the plan
+    cannot be worked out (invalid branch, conflicting flavours).
+  returned: always
+  type: dict
+  sample: {branch: 580, kernel_module_type: open, source: cuda_repo, packages: [nvidia-driver-580-open],
+           fabric_manager: false, dkms: true}
+gpus:
+  description: The GPUs the plan was checked against (from NVML when the driver answers, else PCI).
+  returned: always
+  type: list
+  elements: dict
+nvswitch_count:
+  description: NVSwitches found on the PCI bus or behind the GPUs' NVLinks.
+  returned: always
+  type: int
+host:
+  description: What was read from the host (OS release, kernel and headers, Secure Boot, nouveau,
+    runfile install, free space).
+  returned: always
+  type: dict
+driver:
+  description: The NVIDIA driver as NVML sees it now (see M(gpuops.nvidia.gpu_info)).
+  returned: always
+  type: dict
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.gpuops.nvidia.plugins.module_utils import host as host_facts
+from ansible_collections.gpuops.nvidia.plugins.module_utils import nvml, pci, preflight
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            driver_branch=dict(type="str", required=True),
+            driver_version=dict(type="str"),
+            kernel_module_type=dict(type="str", default="auto", choices=["auto", "open", "proprietary"]),
+            cuda_version=dict(type="str"),
+            mig_required=dict(type="bool", default=False),
+            source=dict(type="str", default="cuda_repo", choices=list(preflight.SOURCES)),
+            min_free_mib=dict(type="int", default=2048),
+            fail_on_problems=dict(type="bool", default=True),
+            host_root=dict(type="path", default="/"),
+        ),
+        supports_check_mode=True,
+    )
+    params = module.params
+    root = params["host_root"]
+
+    node = nvml.read_node() if nvml.HAS_PYNVML else {
+        "driver": {"loaded": False, "reason": "bindings_missing", "message": "pynvml is not installed"},
+        "gpus": []}
+    devices = pci.nvidia_devices(root)
+    behind_nvlink = {link.get("remote_bus_id") for gpu in node["gpus"]
+                     for link in (gpu.get("nvlink") or {}).get("links", [])
+                     if link.get("remote_type") == "nvswitch"}
+    if not devices["nvswitches"] and behind_nvlink:
+        devices["nvswitches"] = [{"bus_id": bus_id} for bus_id in sorted(behind_nvlink)]
+    host = host_facts.gather(root)
+    gpus = preflight.gpu_list(node["gpus"], devices["gpus"])
+    report = preflight.run(params, host, devices, gpus)
+
+    result = dict(
+        changed=False,
+        passed=report["errors"] == 0,
+        findings=report["findings"],
+        recommendation=report["recommendation"],
+        gpus=gpus,
+        nvswitch_count=len(devices["nvswitches"]),
+        host=host,
+        driver=node["driver"],
+    )
+    if report["errors"] and params["fail_on_problems"]:
+        errors = [f["message"] for f in report["findings"] if f["severity"] == "error"]
+        module.fail_json(msg="pre-flight found %d problem(s): %s" % (len(errors), " | ".join(errors)), **result)
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()
