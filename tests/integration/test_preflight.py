@@ -143,3 +143,22 @@ def test_fail_on_problems_false_returns_the_findings(lab):
     assert result.get("failed") is not True and result["passed"] is False
     assert {f["code"] for f in result["findings"] if f["severity"] == "error"} == {
         "branch_unsupported_gpu", "mig_unsupported"}
+
+
+def test_driver_status_on_a_host_without_a_driver(lab, tmp_path):
+    result = lab.module("none", module="gpuops.nvidia.driver_status", args="host_root=%s" % tmp_path)
+    assert result["changed"] is False
+    assert result["state"] == "not_installed"
+    assert result["reboot_required"] is False
+    assert result["installed_version"] is None and result["loaded_version"] is None
+
+
+def test_driver_status_reads_the_loaded_module(lab, tmp_path):
+    (tmp_path / "sys/module/nvidia").mkdir(parents=True)
+    (tmp_path / "sys/module/nvidia/version").write_text("580.95.05\n")
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run/.containerenv").write_text("")
+    result = lab.module("none", module="gpuops.nvidia.driver_status", args="host_root=%s" % tmp_path)
+    assert result["loaded_version"] == "580.95.05"
+    assert result["can_load_module"] is False
+    assert result["state"] in ("loaded_unmanaged", "ready", "loaded_outdated")

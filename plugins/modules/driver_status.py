@@ -1,0 +1,155 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpuops.nvidia contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: driver_status
+short_description: Compare the installed NVIDIA driver with the one loaded in the kernel
+version_added: 0.1.0
+description:
+  - Reads the installed NVIDIA driver packages (dpkg or rpm), which of them are held or
+    version-locked, DKMS's build state, and the kernel module loaded now (procfs/sysfs).
+  - Says which state the host is in (C(not_installed), C(installed_not_loaded),
+    C(loaded_outdated), C(loaded_unmanaged), C(ready)) and whether a reboot is needed to run the
+    installed driver. A container, which cannot load kernel modules, never needs one.
+  - Changes nothing.
+author:
+  - gpuops.nvidia maintainers (@gpuops)
+options:
+  host_root:
+    description: Directory under which C(/proc), C(/sys) and container markers are read.
+    type: path
+    default: /
+attributes:
+  check_mode:
+    support: full
+    description: The module only reads.
+  diff_mode:
+    support: none
+    description: Nothing is changed.
+  idempotent:
+    support: full
+    description: Every run reports C(changed=false).
+seealso:
+  - module: gpuops.nvidia.gpu_info
+"""
+
+EXAMPLES = r"""
+- name: Is a reboot needed to run the installed driver?
+  gpuops.nvidia.driver_status:
+  register: driver
+
+- name: Reboot when it is
+  ansible.builtin.reboot:
+  when: driver.reboot_required
+"""
+
+RETURN = r"""
+state:
+  description: not_installed, installed_not_loaded, loaded_outdated, loaded_unmanaged or ready.
+  returned: always
+  type: str
+  sample: installed_not_loaded
+message:
+  description: The state in an operator's words.
+  returned: always
+  type: str
+  sample: driver 535.247.01 is installed but its kernel module is not loaded
+reboot_required:
+  description: True when a reboot would load the installed driver.
+  returned: always
+  type: bool
+can_load_module:
+  description: False in a container, where kernel modules cannot be loaded.
+  returned: always
+  type: bool
+installed_version:
+  description: Driver version of the installed packages, or null.
+  returned: always
+  type: str
+  sample: 535.247.01
+installed_from:
+  description: The package the installed version was read from.
+  returned: always
+  type: str
+  sample: nvidia-driver
+loaded_version:
+  description: Version of the NVIDIA kernel module loaded now, or null.
+  returned: always
+  type: str
+kernel_module:
+  description: The loaded module as read from procfs/sysfs (version, flavour, source).
+  returned: always
+  type: dict
+packages:
+  description: Installed NVIDIA driver packages and their versions.
+  returned: always
+  type: dict
+  sample: {nvidia-driver: 535.247.01-1~deb12u1, libnvidia-ml1: 535.247.01-1~deb12u1}
+held:
+  description: NVIDIA packages held (apt-mark hold) or version-locked (dnf versionlock).
+  returned: always
+  type: list
+  elements: str
+dkms:
+  description: DKMS entries of NVIDIA modules (module, version, kernel, state).
+  returned: always
+  type: list
+  elements: dict
+"""
+
+import os
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.gpuops.nvidia.plugins.module_utils import driver_state, kernel
+
+CONTAINER_MARKERS = ("run/.containerenv", ".dockerenv")
+
+
+def _run(module, argv):
+    if not module.get_bin_path(argv[0]):
+        return ""
+    rc, out, _err = module.run_command(argv, environ_update={"LANG": "C", "LC_ALL": "C"})
+    return out if rc == 0 else ""
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(host_root=dict(type="path", default="/")),
+        supports_check_mode=True,
+    )
+    root = module.params["host_root"]
+    if module.get_bin_path("dpkg-query"):
+        listing = _run(module, ["dpkg-query", "-W", "-f=" + driver_state.DPKG_FORMAT])
+        held_text = _run(module, ["apt-mark", "showhold"])
+    else:
+        listing = _run(module, ["rpm", "-qa", "--qf", driver_state.RPM_FORMAT])
+        held_text = _run(module, ["dnf", "versionlock", "list"])
+    packages = driver_state.parse_package_list(listing)
+    held = driver_state.parse_held(held_text)
+    installed, source = driver_state.installed_driver_version(packages)
+    loaded = kernel.loaded_module(root)
+    container = any(os.path.exists(os.path.join(root, marker)) for marker in CONTAINER_MARKERS)
+    decision = driver_state.decide(installed, loaded["version"], container)
+    module.exit_json(
+        changed=False,
+        installed_version=installed,
+        installed_from=source,
+        loaded_version=loaded["version"],
+        kernel_module=loaded,
+        packages=packages,
+        held=held,
+        dkms=driver_state.parse_dkms_status(_run(module, ["dkms", "status"])),
+        **decision
+    )
+
+
+if __name__ == "__main__":
+    main()
