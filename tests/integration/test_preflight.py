@@ -105,8 +105,8 @@ def _host_tree(root, os_release, pci_ids=None, devices=()):
 
 
 def test_unsupported_distribution(lab, tmp_path):
-    root = _host_tree(str(tmp_path / "host"), 'ID="opensuse-leap"\nID_LIKE="suse opensuse"\nVERSION_ID="15.5"\n'
-                                     'PRETTY_NAME="openSUSE Leap 15.5"\n')
+    os_release = 'ID="opensuse-leap"\nID_LIKE="suse opensuse"\nVERSION_ID="15.5"\nPRETTY_NAME="openSUSE Leap 15.5"\n'
+    root = _host_tree(str(tmp_path / "host"), os_release)
     before = tree_digest(root)
     result = lab.module("hgx-h100", module="gpuops.nvidia.preflight",
                         args="driver_branch=580 host_root=%s" % root, expect_failure=True)
@@ -120,8 +120,8 @@ PCI_IDS = "10de  NVIDIA Corporation\n\t22a3  GH100 [H100 NVSwitch]\n\t2330  GH10
 def test_before_any_driver_gpus_come_from_the_pci_bus(lab, tmp_path):
     devices = [("0000:%02x:00.0" % bus, 0x2330, 0x030200) for bus in (0x18, 0x2a, 0x3a, 0x5d)]
     devices += [("0000:%02x:00.0" % bus, 0x22a3, 0x068000) for bus in (0x05, 0x06)]
-    root = _host_tree(str(tmp_path / "host"), 'ID=debian\nVERSION_ID="12"\nPRETTY_NAME="Debian GNU/Linux 12 (bookworm)"\n',
-                      PCI_IDS, devices)
+    os_release = 'ID=debian\nVERSION_ID="12"\nPRETTY_NAME="Debian GNU/Linux 12 (bookworm)"\n'
+    root = _host_tree(str(tmp_path / "host"), os_release, PCI_IDS, devices)
     result = lab.module("none", module="gpuops.nvidia.preflight",
                         args="driver_branch=470 host_root=%s" % root, expect_failure=True)
     assert result["driver"]["reason"] == "library_not_found"
