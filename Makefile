@@ -24,13 +24,13 @@ export ANSIBLE_FORCE_COLOR := 0
 export PY_COLORS := 0
 
 APT_PACKAGES := podman runc conmon netavark aardvark-dns catatonit containernetworking-plugins \
-	fuse-overlayfs slirp4netns uidmap debootstrap gcc make rsync binutils
+	fuse-overlayfs slirp4netns uidmap debootstrap gcc make rsync binutils apt-utils gnupg gpgv dpkg-dev
 
 COLLECTION_SOURCES := galaxy.yml README.md LICENSE $(shell find meta plugins roles playbooks \
 	changelogs -type f -not -path '*/__pycache__/*' 2>/dev/null)
 
 .PHONY: help lab lab-down test deps apt venv fake-nvml images collection sanity lint units \
-	fake-nvml-tests integration molecule clean ansible-test-env
+	lab-tests integration molecule clean ansible-test-env apt-repo
 
 help:
 	@echo "make lab      run the site playbook on the built-in lab (simulated GPU nodes)"
@@ -64,6 +64,11 @@ fake-nvml: venv
 images: apt
 	tests/lab/images/build all
 
+# GPG-signed apt repositories shaped like NVIDIA's CUDA and container toolkit repositories.
+APT_REPO := $(BUILD)/apt-repo
+apt-repo: apt
+	tests/lab/apt-repo/build -q $(APT_REPO)
+
 collection: $(COLLECTIONS)/ansible_collections/gpuops/nvidia/MANIFEST.json
 $(COLLECTIONS)/ansible_collections/gpuops/nvidia/MANIFEST.json: $(VENV)/.stamp $(COLLECTION_SOURCES)
 	@mkdir -p $(BUILD)
@@ -81,7 +86,7 @@ lab-down:
 
 ## ---- tests --------------------------------------------------------------------------------
 test: deps fake-nvml images collection
-	$(MAKE) --no-print-directory sanity lint units molecule fake-nvml-tests integration
+	$(MAKE) --no-print-directory sanity lint units molecule lab-tests integration
 
 $(AT_ROOT): FORCE
 	@mkdir -p $(AT_ROOT)
@@ -108,10 +113,10 @@ units: ansible-test-env fake-nvml
 lint:
 	$(BIN)/ansible-lint --offline
 
-fake-nvml-tests: fake-nvml
-	$(BIN)/pytest -q -p no:cacheprovider tests/lab/fake-nvml/tests
+lab-tests: fake-nvml apt
+	$(BIN)/pytest -q -p no:cacheprovider tests/lab/fake-nvml/tests tests/lab/apt-repo
 
-molecule: images fake-nvml collection
+molecule: images fake-nvml collection apt-repo
 	$(BIN)/molecule test --all
 
 integration: fake-nvml collection

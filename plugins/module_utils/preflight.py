@@ -284,7 +284,9 @@ def packages(plan: dict, host: dict, branch: int, flavour: str, nvswitch: bool) 
     elif family == "rhel":
         found = ["@nvidia-driver:%d-%s" % (branch, "open" if is_open else "dkms")]
     else:
-        found = ["nvidia-driver-%d-open" % branch] if is_open else ["cuda-drivers-%d" % branch]
+        # NVIDIA's CUDA repository: the branch is chosen by an apt pin (the driver role writes
+        # it), the flavour by the metapackage.
+        found = ["nvidia-open"] if is_open else ["cuda-drivers"]
     if nvswitch:
         found.append("nvidia-fabricmanager-%d" % branch)
     return found

@@ -124,7 +124,7 @@ recommendation:
     cannot be worked out (invalid branch, conflicting flavours).
   returned: always
   type: dict
-  sample: {branch: 580, kernel_module_type: open, source: cuda_repo, packages: [nvidia-driver-580-open],
+  sample: {branch: 580, kernel_module_type: open, source: cuda_repo, packages: [nvidia-open],
            fabric_manager: false, dkms: true}
 gpus:
   description: The GPUs the plan was checked against (from NVML when the driver answers, else PCI).

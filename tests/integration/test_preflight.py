@@ -130,7 +130,7 @@ def test_before_any_driver_gpus_come_from_the_pci_bus(lab, tmp_path):
     assert "GH100 [H100 SXM5 80GB] (Hopper) needs driver branch R525 and newer" in result["msg"]
     good = lab.module("none", module="gpuops.nvidia.preflight", args="driver_branch=580 host_root=%s" % root)
     assert good["passed"] is True
-    assert good["recommendation"]["packages"] == ["nvidia-driver-580-open", "nvidia-fabricmanager-580"]
+    assert good["recommendation"]["packages"] == ["nvidia-open", "nvidia-fabricmanager-580"]
     # Debian's own packages stop at R535 and have no fabric manager for the NVSwitches.
     distro = lab.module("none", module="gpuops.nvidia.preflight",
                         args="driver_branch=535 source=distro host_root=%s" % root, expect_failure=True)

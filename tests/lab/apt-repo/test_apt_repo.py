@@ -403,6 +403,8 @@ ALLOWED = [
     r"etc/apt/preferences\.d/nvidia-driver-pinning-[0-9.]+\.pref",
     r"usr/bin/(nvidia-ctk|nvidia-container-runtime|nvidia-container-runtime-hook|nvidia-container-cli)",
     r"etc/nvidia-container-runtime/config\.toml",
+    # placeholder service units, so roles can enable the services NVIDIA's packages ship
+    r"usr/lib/systemd/system/(nvidia-persistenced|nvidia-fabricmanager)\.service",
 ]
 
 

@@ -48,7 +48,7 @@ def test_clean_plan():
     report = run()
     assert report["errors"] == 0 and report["findings"] == []
     assert report["recommendation"] == {"branch": 580, "kernel_module_type": "open", "source": "cuda_repo",
-                                        "packages": ["nvidia-driver-580-open"], "fabric_manager": False, "dkms": True}
+                                        "packages": ["nvidia-open"], "fabric_manager": False, "dkms": True}
 
 
 def test_r470_on_hopper_names_the_architecture_and_the_branches():
@@ -154,7 +154,7 @@ def test_nouveau():
 def test_nvswitch_needs_fabric_manager():
     report = run(devices=NVSWITCHES)
     assert codes(report) == [("fabric_manager_required", "info")]
-    assert report["recommendation"]["packages"] == ["nvidia-driver-580-open", "nvidia-fabricmanager-580"]
+    assert report["recommendation"]["packages"] == ["nvidia-open", "nvidia-fabricmanager-580"]
     debian = host_with(os={"id": "debian", "id_like": [], "version_id": "12", "pretty_name": "Debian 12"})
     assert ("fabric_manager_unavailable", "error") in codes(run(devices=NVSWITCHES, host=debian, source="distro",
                                                                 driver_branch="535"))
