@@ -77,7 +77,7 @@ $(COLLECTIONS)/ansible_collections/gpuops/nvidia/MANIFEST.json: $(VENV)/.stamp $
 	@echo "installed gpuops.nvidia $(VERSION) into $(COLLECTIONS)"
 
 ## ---- the lab ------------------------------------------------------------------------------
-lab: deps fake-nvml images collection
+lab: deps fake-nvml images apt-repo collection
 	tests/lab/lab up
 	$(BIN)/ansible-playbook -i inventories/lab playbooks/site.yml
 

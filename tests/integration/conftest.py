@@ -57,9 +57,11 @@ class Lab:
         result = json.loads(proc.stdout)["plays"][0]["tasks"][0]["hosts"]["localhost"]
         return result
 
-    def playbook(self, profile, playbook, extra_vars=None, check=True, check_mode=False):
+    def playbook(self, profile, playbook, extra_vars=None, check=True, check_mode=False, tags=None):
         """Run a playbook; returns (process, json callback output)."""
         argv = [os.path.join(BIN, "ansible-playbook"), playbook]
+        if tags:
+            argv += ["--tags", tags]
         if check_mode:
             argv.append("--check")
         if extra_vars:
