@@ -24,7 +24,8 @@ export ANSIBLE_FORCE_COLOR := 0
 export PY_COLORS := 0
 
 APT_PACKAGES := podman runc conmon netavark aardvark-dns catatonit containernetworking-plugins \
-	fuse-overlayfs slirp4netns uidmap debootstrap gcc make rsync binutils apt-utils gnupg gpgv dpkg-dev
+	fuse-overlayfs slirp4netns uidmap debootstrap gcc make rsync binutils apt-utils gnupg gpgv dpkg-dev \
+	containerd e2fsprogs
 
 COLLECTION_SOURCES := galaxy.yml README.md LICENSE $(shell find meta plugins roles playbooks \
 	changelogs -type f -not -path '*/__pycache__/*' 2>/dev/null)

@@ -4,6 +4,7 @@
 ansible-playbook commands, on nodes simulated by the lab's fake NVML (tests/lab/with-gpus)."""
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
@@ -73,3 +74,19 @@ class Lab:
 @pytest.fixture
 def lab(tmp_path):
     return Lab(tmp_path)
+
+
+def tree_digest(*paths):
+    """Content, mode and mtime of every file under the paths, to prove nothing changed."""
+    digest = hashlib.sha256()
+    for top in paths:
+        for base, dirs, files in os.walk(top):
+            dirs.sort()
+            for name in sorted(files):
+                path = os.path.join(base, name)
+                stat = os.lstat(path)
+                digest.update(("%s %o %d\n" % (path, stat.st_mode, stat.st_mtime_ns)).encode())
+                if os.path.isfile(path) and not os.path.islink(path):
+                    with open(path, "rb") as handle:
+                        digest.update(handle.read())
+    return digest.hexdigest()

@@ -4,10 +4,11 @@
 a driver, for good plans and every kind of bad one. The module must change nothing."""
 from __future__ import annotations
 
-import hashlib
 import os
 
 import pytest
+
+from conftest import tree_digest  # pylint: disable=import-error
 
 GOOD_PLANS = [
     ("hgx-h100", "driver_branch=580 cuda_version=13.0 mig_required=true", "open"),
@@ -18,22 +19,6 @@ GOOD_PLANS = [
     ("l40s-x4", "driver_branch=580 cuda_version=12.9", "open"),
     ("t4-x1", "driver_branch=580 kernel_module_type=proprietary", "proprietary"),
 ]
-
-
-def tree_digest(*paths):
-    """Content, mode and mtime of every file under the paths, to prove nothing changed."""
-    digest = hashlib.sha256()
-    for top in paths:
-        for base, dirs, files in os.walk(top):
-            dirs.sort()
-            for name in sorted(files):
-                path = os.path.join(base, name)
-                stat = os.lstat(path)
-                digest.update(("%s %o %d\n" % (path, stat.st_mode, stat.st_mtime_ns)).encode())
-                if os.path.isfile(path) and not os.path.islink(path):
-                    with open(path, "rb") as handle:
-                        digest.update(handle.read())
-    return digest.hexdigest()
 
 
 @pytest.mark.parametrize("profile, args, flavour", GOOD_PLANS)

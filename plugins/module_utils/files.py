@@ -1,0 +1,81 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpuops.nvidia contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The one safe writer: read, diff (secrets masked), check the directory is writable, back up,
+write a temp file in the target's directory, keep owner and mode, move it atomically."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+
+__metaclass__ = type
+
+from ansible_collections.gpuops.nvidia.plugins.module_utils.runtime.common import mask_text
+
+
+def read_text(path: str) -> str | None:
+    """The file's text, or None when it does not exist."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return handle.read()
+    except FileNotFoundError:
+        return None
+
+
+def diff_entry(path: str, before: str | None, after: str | None) -> dict:
+    """One file's diff for Ansible's diff output, credentials masked."""
+    return {"before_header": path if before is not None else "%s (absent)" % path,
+            "after_header": path if after is not None else "%s (absent)" % path,
+            "before": mask_text(before) or "", "after": mask_text(after) or ""}
+
+
+def check_writable(path: str) -> str | None:
+    """Why path cannot be written (or its nearest existing directory), or None when it can."""
+    directory = os.path.dirname(path) or "."
+    while not os.path.isdir(directory):
+        parent = os.path.dirname(directory)
+        if parent == directory:
+            break
+        directory = parent
+    if not os.access(directory, os.W_OK | os.X_OK):
+        return "directory %s is not writable" % directory
+    if os.path.exists(path) and not os.access(path, os.W_OK):
+        return "%s is not writable" % path
+    return None
+
+
+def write_atomic(module, path: str, text: str, backup: bool = False, mode: int | None = None,
+                 like: str | None = None) -> str | None:
+    """Write text to path through a temp file in the same directory and an atomic move.
+    Owner and mode: the existing file's, else those of `like` (another file), else mode/0644.
+    Returns the backup file's path when one was made."""
+    directory = os.path.dirname(path)
+    if directory and not os.path.isdir(directory):
+        os.makedirs(directory, mode=0o755)
+    backup_file = module.backup_local(path) if backup and os.path.exists(path) else None
+    reference = path if os.path.exists(path) else like if like and os.path.exists(like) else None
+    fd, tmp = tempfile.mkstemp(prefix=".%s." % os.path.basename(path), dir=directory or ".")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        if reference:
+            stat = os.stat(reference)
+            os.chmod(tmp, stat.st_mode & 0o7777)
+            os.chown(tmp, stat.st_uid, stat.st_gid)
+        else:
+            os.chmod(tmp, mode if mode is not None else 0o644)
+        module.atomic_move(tmp, path, unsafe_writes=False)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    return backup_file
+
+
+def remove(module, path: str, backup: bool = False) -> str | None:
+    backup_file = module.backup_local(path) if backup and os.path.exists(path) else None
+    if os.path.exists(path):
+        os.unlink(path)
+    return backup_file

@@ -1,0 +1,206 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""gpuops.nvidia.runtime_config through `ansible localhost -m`, with the real containerd of
+this machine (Debian 12: 1.6) checking every produced configuration with `config dump`."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+
+import pytest
+import tomlkit
+
+from conftest import BIN, REPO, tree_digest  # pylint: disable=import-error
+
+FIXTURES = os.path.join(REPO, "tests", "unit", "plugins", "module_utils", "runtime", "fixtures")
+CRI2 = ("plugins", "io.containerd.grpc.v1.cri")
+pytestmark = pytest.mark.skipif(shutil.which("containerd") is None,
+                                reason="containerd is not installed (make test installs it)")
+
+
+def dump(config):
+    out = subprocess.run(["containerd", "--config", config, "config", "dump"], check=True,
+                         capture_output=True, text=True).stdout
+    return tomlkit.parse(out).unwrap()
+
+
+def get(tree, path):
+    for key in path:
+        tree = (tree or {}).get(key)
+    return tree
+
+
+@pytest.fixture
+def node(tmp_path):
+    """A containerd config directory: config.toml (from a fixture) and conf.d/."""
+    def make(fixture):
+        (tmp_path / "etc").mkdir(exist_ok=True)
+        shutil.copy(os.path.join(FIXTURES, fixture), tmp_path / "etc" / "config.toml")
+        return tmp_path / "etc"
+    return make
+
+
+def args(etc, extra=""):
+    return "config_path=%s/config.toml drop_in_path=%s/conf.d/99-nvidia.toml %s" % (etc, etc, extra)
+
+
+FIXTURES_16 = [
+    ("containerd-1.6-default.toml", CRI2), ("kubeadm-v2.toml", CRI2), ("k3s-v2.toml", CRI2),
+    ("eks-mirrors-auth-v2.toml", CRI2), ("existing-nvidia-v2.toml", CRI2),
+]
+
+
+@pytest.mark.parametrize("fixture, cri", FIXTURES_16)
+def test_drop_in_with_real_containerd(lab, node, fixture, cri):
+    etc = node(fixture)
+    before_dump = dump(str(etc / "config.toml"))
+    result = lab.module("none", module="gpuops.nvidia.runtime_config", args=args(etc, "enable_cdi=auto"))
+    assert result["changed"] is True and result["restart_required"] is True
+    merged = dump(str(etc / "config.toml"))
+    nvidia = get(merged, cri + ("containerd", "runtimes", "nvidia"))
+    assert nvidia["options"]["BinaryName"] == "/usr/bin/nvidia-container-runtime"
+    runc_options = get(before_dump, cri + ("containerd", "runtimes", "runc", "options")) or {}
+    if fixture != "existing-nvidia-v2.toml":
+        assert {k: v for k, v in nvidia["options"].items() if k != "BinaryName"} == {
+            k: v for k, v in runc_options.items() if k != "BinaryName"}
+    # Everything containerd saw before, it still sees (the nvidia runtime aside).
+    for key in ("sandbox_image", "registry", "cni"):
+        assert get(merged, cri + (key,)) == get(before_dump, cri + (key,))
+    assert lab.module("none", module="gpuops.nvidia.runtime_config", args=args(etc, "enable_cdi=auto"))["changed"] is False
+    gone = lab.module("none", module="gpuops.nvidia.runtime_config", args=args(etc, "state=absent"))
+    assert gone["changed"] is True
+    assert dump(str(etc / "config.toml")) == before_dump
+    assert not (etc / "conf.d" / "99-nvidia.toml").exists()
+
+
+def test_version_1_in_place_with_real_containerd(lab, node):
+    etc = node("v1-legacy.toml")
+    before_dump = dump(str(etc / "config.toml"))
+    result = lab.module("none", module="gpuops.nvidia.runtime_config",
+                        args="config_path=%s/config.toml edit_mode=in_place enable_cdi=auto" % etc)
+    assert result["changed"] and result["config_version"] == 1
+    # containerd 1.6 prints a version 1 file migrated to version 2
+    nvidia = get(dump(str(etc / "config.toml")), CRI2 + ("containerd", "runtimes", "nvidia"))
+    assert nvidia["options"]["BinaryName"] == "/usr/bin/nvidia-container-runtime"
+    lab.module("none", module="gpuops.nvidia.runtime_config",
+               args="config_path=%s/config.toml edit_mode=in_place state=absent" % etc)
+    assert dump(str(etc / "config.toml")) == before_dump
+    refused = lab.module("none", module="gpuops.nvidia.runtime_config", args=args(etc, "enable_cdi=auto"),
+                         expect_failure=True)
+    assert "use edit_mode=in_place" in refused["msg"]
+
+
+def test_in_place_default_runtime(lab, node):
+    etc = node("kubeadm-v2.toml")
+    result = lab.module("none", module="gpuops.nvidia.runtime_config",
+                        args="config_path=%s/config.toml edit_mode=in_place set_as_default=true enable_cdi=auto backup=true" % etc)
+    assert result["changed"] and len(result["backups"]) == 1
+    merged = dump(str(etc / "config.toml"))
+    assert get(merged, CRI2 + ("containerd", "default_runtime_name")) == "nvidia"
+    assert "# kubeadm node: systemd cgroups, pinned pause image" in (etc / "config.toml").read_text()
+    with open(result["backups"][0]) as handle:
+        assert handle.read() == open(os.path.join(FIXTURES, "kubeadm-v2.toml")).read()
+
+
+def test_check_mode_and_diff_mask_credentials(lab, node):
+    etc = node("eks-mirrors-auth-v2.toml")
+    before = tree_digest(str(etc))
+    proc = lab.run("none", [os.path.join(BIN, "ansible"), "localhost", "-m", "gpuops.nvidia.runtime_config", "-a", args(etc, "enable_cdi=auto"),
+                            "--check", "--diff"])
+    result = json.loads(proc.stdout)["plays"][0]["tasks"][0]["hosts"]["localhost"]
+    assert result["changed"] is True
+    assert tree_digest(str(etc)) == before, "check mode must not write"
+    assert "s3cr3t-registry-password" not in proc.stdout
+    assert "********" in json.dumps(result["diff"])
+    assert [d["after_header"] for d in result["diff"]] == [str(etc / "config.toml"), str(etc / "conf.d" / "99-nvidia.toml")]
+
+
+@pytest.mark.parametrize("fixture, extra, message", [
+    ("malformed.toml", "", "config.toml: line 2, column"),
+    ("kubeadm-v2.toml", "enable_cdi=true", "containerd 1.6.20 does not support CDI"),
+    ("cri-disabled-v2.toml", "", "disables the CRI plugin"),
+])
+def test_bad_input_changes_nothing(lab, node, fixture, extra, message):
+    etc = node(fixture)
+    before = tree_digest(str(etc))
+    result = lab.module("none", module="gpuops.nvidia.runtime_config", args=args(etc, extra), expect_failure=True)
+    assert result["failed"] is True and message in result["msg"]
+    assert tree_digest(str(etc)) == before
+
+
+def test_invalid_result_is_never_installed(lab, node):
+    etc = node("kubeadm-v2.toml")
+    with open(etc / "config.toml", "a") as handle:
+        handle.write('\n[plugins."io.containerd.grpc.v1.cri".cni]\n  max_conf_num = "many"\n')
+    before = tree_digest(str(etc))
+    result = lab.module("none", module="gpuops.nvidia.runtime_config", args=args(etc, "enable_cdi=auto"),
+                        expect_failure=True)
+    assert "the planned containerd configuration is not valid, nothing was changed" in result["msg"]
+    assert tree_digest(str(etc)) == before
+
+
+def test_unwritable_drop_in_directory(lab, node):
+    etc = node("kubeadm-v2.toml")
+    (etc / "conf.d").mkdir()
+    subprocess.run(["chattr", "+i", str(etc / "conf.d")], check=True)
+    try:
+        before = tree_digest(str(etc))
+        result = lab.module("none", module="gpuops.nvidia.runtime_config", args=args(etc, "enable_cdi=auto"),
+                            expect_failure=True)
+        assert "is not writable; nothing was changed" in result["msg"]
+        assert tree_digest(str(etc)) == before
+    finally:
+        subprocess.run(["chattr", "-i", str(etc / "conf.d")], check=True)
+
+
+def test_unknown_runtime_is_refused(lab):
+    result = lab.module("none", module="gpuops.nvidia.runtime_config", args="runtime=podman", expect_failure=True)
+    assert "value of runtime must be one of: containerd, crio, docker" in result["msg"]
+
+
+def test_docker_daemon_json_merge(lab, tmp_path):
+    daemon = tmp_path / "daemon.json"
+    original = {"registry-mirrors": ["https://mirror.internal.example"], "log-driver": "json-file",
+                "log-opts": {"max-size": "10m"}, "exec-opts": ["native.cgroupdriver=systemd"],
+                "runtimes": {"runsc": {"path": "/usr/local/bin/runsc"}}}
+    daemon.write_text(json.dumps(original, indent=2) + "\n")
+    result = lab.module("none", module="gpuops.nvidia.runtime_config",
+                        args="runtime=docker config_path=%s set_as_default=true" % daemon)
+    assert result["changed"] is True
+    merged = json.loads(daemon.read_text())
+    assert merged["runtimes"]["nvidia"] == {"path": "/usr/bin/nvidia-container-runtime"}
+    assert merged["default-runtime"] == "nvidia" and merged["features"]["cdi"] is True
+    assert {k: merged[k] for k in original if k != "runtimes"} == {k: v for k, v in original.items() if k != "runtimes"}
+    assert merged["runtimes"]["runsc"] == original["runtimes"]["runsc"]
+    assert lab.module("none", module="gpuops.nvidia.runtime_config",
+                      args="runtime=docker config_path=%s set_as_default=true" % daemon)["changed"] is False
+    lab.module("none", module="gpuops.nvidia.runtime_config", args="runtime=docker config_path=%s state=absent" % daemon)
+    restored = json.loads(daemon.read_text())
+    assert "nvidia" not in restored["runtimes"] and "default-runtime" not in restored
+
+
+def test_docker_malformed_json_is_left_alone(lab, tmp_path):
+    daemon = tmp_path / "daemon.json"
+    daemon.write_text('{\n  "log-driver": "json-file"\n  "data-root": "/srv/docker"\n}\n')
+    before = daemon.read_text()
+    result = lab.module("none", module="gpuops.nvidia.runtime_config", args="runtime=docker config_path=%s" % daemon,
+                        expect_failure=True)
+    assert "%s: line 3, column 3" % daemon in result["msg"]
+    assert daemon.read_text() == before
+
+
+def test_crio_drop_in(lab, tmp_path):
+    drop_in = tmp_path / "crio.conf.d" / "99-nvidia.toml"
+    result = lab.module("none", module="gpuops.nvidia.runtime_config",
+                        args="runtime=crio drop_in_path=%s set_as_default=true" % drop_in)
+    assert result["changed"] is True
+    data = tomlkit.parse(drop_in.read_text()).unwrap()
+    assert data["crio"]["runtime"]["default_runtime"] == "nvidia"
+    expected = {"runtime_path": "/usr/bin/nvidia-container-runtime", "runtime_type": "oci"}
+    assert data["crio"]["runtime"]["runtimes"]["nvidia"] == expected
+    assert lab.module("none", module="gpuops.nvidia.runtime_config",
+                      args="runtime=crio drop_in_path=%s set_as_default=true" % drop_in)["changed"] is False
+    lab.module("none", module="gpuops.nvidia.runtime_config", args="runtime=crio drop_in_path=%s state=absent" % drop_in)
+    assert not drop_in.exists()

@@ -1,0 +1,161 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""containerd editor over realistic configurations: everything the user had survives, the
+NVIDIA settings are right, a second run changes nothing, absent restores the meaning."""
+from __future__ import annotations
+
+import os
+
+import pytest
+import tomlkit
+
+from ansible_collections.gpuops.nvidia.plugins.module_utils.runtime import containerd
+from ansible_collections.gpuops.nvidia.plugins.module_utils.runtime.common import ConfigError
+
+FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures")
+DROP_IN = "/etc/containerd/conf.d/99-nvidia.toml"
+RUNTIME = "/usr/bin/nvidia-container-runtime"
+
+
+def fixture(name):
+    with open(os.path.join(FIXTURES, name)) as handle:
+        return handle.read()
+
+
+def data(text):
+    return tomlkit.parse(text).unwrap() if text else {}
+
+
+def flatten(tree, prefix=()):
+    if isinstance(tree, dict):
+        out = {}
+        for key, value in tree.items():
+            out.update(flatten(value, prefix + (key,)))
+        return out or {prefix: {}}
+    return {prefix: tree}
+
+
+def get(tree, path):
+    for key in path:
+        tree = tree[key]
+    return tree
+
+
+CASES = [
+    # fixture, containerd version, config version
+    ("containerd-1.6-default.toml", "1.6.20", 2),
+    ("kubeadm-v2.toml", "1.7.24", 2),
+    ("k3s-v2.toml", "1.7.24", 2),
+    ("eks-mirrors-auth-v2.toml", "1.7.24", 2),
+    ("existing-nvidia-v2.toml", "1.7.24", 2),
+    ("v1-legacy.toml", "1.6.20", 1),
+    ("containerd-2.0-v3.toml", "2.0.5", 3),
+    ("containerd-2.0-v3.toml", "2.2.0", 3),
+]
+
+
+def run(text, version, **kwargs):
+    kwargs.setdefault("enable_cdi", "auto")
+    return containerd.configure(text, containerd_version=version, **kwargs)
+
+
+@pytest.mark.parametrize("name, version, config_version", CASES)
+def test_in_place(name, version, config_version):
+    original = fixture(name)
+    plan = run(original, version, drop_in_path=None, set_as_default=True)
+    assert plan["drop_in"] is None and plan["config_version"] == config_version
+    before, after = flatten(data(original)), flatten(data(plan["main"]))
+    cri = containerd.CRI_PATHS[config_version]
+    nvidia = get(data(plan["main"]), cri + ("containerd", "runtimes", "nvidia"))
+    assert nvidia["options"]["BinaryName"] == RUNTIME
+    assert nvidia["runtime_type"] == "io.containerd.runc.v2"
+    runc_options = (get(data(original), cri + ("containerd", "runtimes")).get("runc", {}) if
+                    data(original).get("plugins") and "runtimes" in str(original) else {}).get("options", {})
+    for key, value in runc_options.items():  # runc's options are copied (SystemdCgroup ...)
+        assert nvidia["options"].get(key) == value or key == "BinaryName"
+    assert get(data(plan["main"]), cri + ("containerd", "default_runtime_name")) == "nvidia"
+    for path, value in before.items():  # every original key and value survives
+        if path[-1] == "default_runtime_name" or (len(path) > 5 and path[4] == "nvidia"):
+            continue
+        assert after.get(path) == value, path
+    # comments of the user's file survive
+    for line in original.splitlines():
+        if line.strip().startswith("#"):
+            assert line.strip() in plan["main"]
+    again = run(plan["main"], version, drop_in_path=None, set_as_default=True)
+    assert again["main"] == plan["main"]
+    restored = run(plan["main"], version, drop_in_path=None, state="absent")
+    if name == "existing-nvidia-v2.toml":  # the user's own nvidia runtime stays
+        assert "nvidia" in get(data(restored["main"]), cri + ("containerd", "runtimes"))
+    else:
+        assert data(restored["main"]) == data(original)
+
+
+@pytest.mark.parametrize("name, version, config_version", [case for case in CASES if case[2] != 1])
+def test_drop_in(name, version, config_version):
+    original = fixture(name)
+    plan = run(original, version, drop_in_path=DROP_IN)
+    main, drop = data(plan["main"]), data(plan["drop_in"])
+    assert "/etc/containerd/conf.d/*.toml" in main["imports"]
+    assert {k: v for k, v in main.items() if k != "imports"} == {k: v for k, v in data(original).items() if k != "imports"}
+    assert main["imports"][:-1] == data(original).get("imports", [])
+    assert drop.get("version", 1) == data(original).get("version", 1)
+    cri = containerd.CRI_PATHS[config_version]
+    nvidia = get(drop, cri + ("containerd", "runtimes", "nvidia"))
+    assert nvidia["options"]["BinaryName"] == RUNTIME
+    original_cri = get(data(original), cri) if "plugins" in data(original) else {}
+    if not containerd.imports_merge(containerd.parse_version(version)):
+        # before 2.1 the drop-in replaces the CRI section: it must carry all of it
+        for path, value in flatten(original_cri).items():
+            if len(path) > 2 and path[2] == "nvidia":
+                continue
+            assert flatten(get(drop, cri)).get(path) == value, path
+    else:
+        assert set(get(drop, cri)) <= {"containerd", "enable_cdi", "cdi_spec_dirs"}
+    again = run(plan["main"], version, drop_in_path=DROP_IN)
+    assert again["main"] == plan["main"] and again["drop_in"] == plan["drop_in"]
+    restored = run(plan["main"], version, drop_in_path=DROP_IN, state="absent")
+    assert restored["drop_in"] is None
+    assert data(restored["main"]) == data(original)
+    assert [line for line in restored["main"].splitlines() if line.strip()] == [
+        line for line in original.splitlines() if line.strip()]  # only blank lines may move
+
+
+def test_cdi_keys_on_17_and_refused_on_16():
+    plan = containerd.configure(fixture("kubeadm-v2.toml"), containerd_version="1.7.24", enable_cdi="true",
+                                drop_in_path=None)
+    cri = data(plan["main"])["plugins"]["io.containerd.grpc.v1.cri"]
+    assert cri["enable_cdi"] is True and cri["cdi_spec_dirs"] == ["/etc/cdi", "/var/run/cdi"]
+    with pytest.raises(ConfigError, match=r"containerd 1\.6\.20 does not support CDI .* set enable_cdi=false"):
+        containerd.configure(fixture("kubeadm-v2.toml"), containerd_version="1.6.20", enable_cdi="true")
+    auto = containerd.configure(fixture("kubeadm-v2.toml"), containerd_version="1.6.20", enable_cdi="auto")
+    assert auto["cdi"] is False and "CDI was skipped" in auto["warnings"][0]
+
+
+def test_no_config_file_uses_the_version_containerd_writes():
+    assert data(containerd.configure(None, containerd_version="1.7.24")["main"])["version"] == 2
+    assert data(containerd.configure("", containerd_version="2.1.4")["main"])["version"] == 3
+    assert data(containerd.configure(None, containerd_version="2.3.0")["main"])["version"] == 4
+    plan = containerd.configure(None, containerd_version="2.1.4")
+    assert set(data(plan["drop_in"])["plugins"]["io.containerd.cri.v1.runtime"]) == {"containerd", "enable_cdi", "cdi_spec_dirs"}
+    assert containerd.configure(plan["main"], containerd_version="2.1.4", state="absent")["drop_in"] is None
+
+
+@pytest.mark.parametrize("text, version, message", [
+    (fixture("malformed.toml"), "1.7.24", r"/etc/containerd/config.toml: line \d+, column \d+: .*left unchanged"),
+    (fixture("cri-disabled-v2.toml"), "1.7.24", "disables the CRI plugin"),
+    (fixture("containerd-2.0-v3.toml"), "1.7.24", "config version 3, which containerd 1.7.24 does not read"),
+    ("version = 2", "not-a-version", "cannot read a containerd version"),
+    (fixture("v1-legacy.toml"), "1.7.24", "version 1 configuration, whose imports containerd does not merge"),
+])
+def test_bad_input(text, version, message):
+    with pytest.raises(ConfigError, match=message):
+        containerd.configure(text, containerd_version=version)
+
+
+def test_default_runtime_restored_to_what_it_was():
+    original = fixture("eks-mirrors-auth-v2.toml")
+    plan = containerd.configure(original, containerd_version="1.7.24", drop_in_path=None, set_as_default=True)
+    assert 'default_runtime_name = "nvidia" # gpuops.nvidia (was: "runc")' in plan["main"]
+    restored = containerd.configure(plan["main"], containerd_version="1.7.24", drop_in_path=None, state="absent")
+    assert 'default_runtime_name = "runc"\n' in restored["main"]

@@ -1,0 +1,236 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+from __future__ import annotations
+
+import pytest
+
+try:
+    import tomllib
+except ImportError:  # Python < 3.11
+    tomllib = pytest.importorskip("tomli")
+
+from ansible_collections.gpuops.nvidia.plugins.module_utils.runtime import crio
+from ansible_collections.gpuops.nvidia.plugins.module_utils.runtime.common import ConfigError, MASK, mask_secrets, mask_text
+
+NV_PATH = "/usr/bin/nvidia-container-runtime"
+SOURCE = "/etc/crio/crio.conf.d/99-nvidia.toml"
+
+EXPECTED_DEFAULT = (
+    "# Managed by Ansible (gpuops.nvidia): the NVIDIA container runtime for CRI-O.\n"
+    "# Changes made here are overwritten on the next run.\n"
+    "# CDI needs no setting here: CRI-O enables it by default and reads CDI specs from\n"
+    "# /etc/cdi and /var/run/cdi.\n"
+    "\n"
+    "[crio.runtime.runtimes.nvidia]\n"
+    'runtime_path = "/usr/bin/nvidia-container-runtime"\n'
+    'runtime_type = "oci"\n'
+)
+
+
+@pytest.fixture(params=["tomllib", "tomlkit"])
+def reader(request, monkeypatch):
+    """Run a test with each TOML reader: tomllib (Python >= 3.11) and the tomlkit fallback."""
+    if request.param == "tomlkit":
+        if not crio.HAS_TOMLKIT:
+            pytest.skip("tomlkit is not installed")
+        monkeypatch.setattr(crio, "_toml_reader", None)
+    return request.param
+
+
+def test_default_drop_in_text():
+    assert crio.drop_in() == EXPECTED_DEFAULT
+
+
+@pytest.mark.parametrize("kwargs, runtime, default", [
+    ({}, "nvidia", None),
+    ({"set_as_default": True}, "nvidia", "nvidia"),
+    ({"runtime_name": "nvidia-cdi", "runtime_path": "/usr/bin/nvidia-container-runtime.cdi"}, "nvidia-cdi", None),
+    ({"runtime_name": "nvidia.legacy", "set_as_default": True}, "nvidia.legacy", "nvidia.legacy"),
+    ({"runtime_type": "vm"}, "nvidia", None),
+    ({"runtime_path": 'C:\\odd "path"\t\x7f\u00e9', "set_as_default": True}, "nvidia", "nvidia"),
+])
+def test_drop_in_parses_with_the_right_keys(kwargs, runtime, default):
+    text = crio.drop_in(**kwargs)
+    data = tomllib.loads(text)
+    entry = data["crio"]["runtime"]["runtimes"][runtime]
+    assert entry == {"runtime_path": kwargs.get("runtime_path", NV_PATH), "runtime_type": kwargs.get("runtime_type", "oci")}
+    assert data["crio"]["runtime"].get("default_runtime") == default
+    assert ("[crio.runtime]\n" in text) is (default is not None)
+    assert set(data) == {"crio"} and set(data["crio"]) == {"runtime"}
+    assert set(data["crio"]["runtime"]) == ({"runtimes", "default_runtime"} if default else {"runtimes"})
+    assert text.startswith("# Managed by Ansible (gpuops.nvidia)") and text.endswith("\n")
+    assert "CDI" in text and "/etc/cdi" in text and "/var/run/cdi" in text
+    # The same arguments always give the same text, and the drop-in checks as its own.
+    assert crio.drop_in(**kwargs) == text
+    assert crio.check_drop_in(text, runtime_name=runtime) == entry
+
+
+@pytest.mark.parametrize("monitor_env, expected", [
+    ({"PATH": "/usr/local/bin:/usr/bin:/bin"}, ["PATH=/usr/local/bin:/usr/bin:/bin"]),
+    (["NVIDIA_VISIBLE_DEVICES=void", "LD_LIBRARY_PATH="], ["NVIDIA_VISIBLE_DEVICES=void", "LD_LIBRARY_PATH="]),
+    ({"A": "x=y", "B": None}, ["A=x=y", "B="]),
+    ([], None),
+    (None, None),
+])
+def test_monitor_env(monitor_env, expected):
+    entry = tomllib.loads(crio.drop_in(monitor_env=monitor_env))["crio"]["runtime"]["runtimes"]["nvidia"]
+    assert entry.get("monitor_env") == expected
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"runtime_name": ""}, "runtime_name"),
+    ({"runtime_name": None}, "runtime_name"),
+    ({"runtime_path": " "}, "runtime_path"),
+    ({"runtime_type": "runc"}, "runtime_type must be one of oci, vm, pod"),
+    ({"monitor_env": "PATH=/bin"}, "monitor_env must be"),
+    ({"monitor_env": ["PATH"]}, "NAME=value"),
+    ({"monitor_env": ["1X=y"]}, "NAME=value"),
+    ({"monitor_env": [3]}, "NAME=value"),
+])
+def test_drop_in_bad_arguments(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        crio.drop_in(**kwargs)
+
+
+# An existing crio.conf as distributions ship it, with registry credentials in a drop-in style.
+CRIO_CONF = """\
+[crio]
+log_dir = "/var/log/crio/pods"
+
+[crio.api]
+listen = "/var/run/crio/crio.sock"
+
+[crio.runtime]
+default_runtime = "crun"
+conmon_cgroup = "pod"
+cgroup_manager = "systemd"
+
+[crio.runtime.runtimes.crun]
+runtime_path = "/usr/bin/crun"
+runtime_type = "oci"
+runtime_root = "/run/crun"
+monitor_env = ["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"]
+
+[crio.image]
+pause_image = "registry.k8s.io/pause:3.10"
+global_auth_file = "/etc/crio/auth.json"
+
+[crio.network]
+network_dir = "/etc/cni/net.d/"
+"""
+
+
+@pytest.mark.usefixtures("reader")
+def test_parse_crio_config_readers_agree():
+    data = crio.parse_crio_config(CRIO_CONF, "/etc/crio/crio.conf")
+    assert data == tomllib.loads(CRIO_CONF)
+    assert not hasattr(data, "unwrap") and not hasattr(data["crio"]["runtime"], "unwrap")  # plain dicts, not tomlkit containers
+    assert crio.check_drop_in(CRIO_CONF, runtime_name="crun")["runtime_root"] == "/run/crun"
+    assert crio.check_drop_in(CRIO_CONF) is None
+
+
+@pytest.mark.parametrize("text", [None, "", "  \n", "# only a comment\n"])
+@pytest.mark.usefixtures("reader")
+def test_nothing_there(text):
+    assert crio.check_drop_in(text) is None
+
+
+@pytest.mark.parametrize("text", [
+    '[crio.runtime.runtimes]\nnvidia = "/usr/bin/nvidia-container-runtime"\n',
+    'crio = 1\n',
+    '[crio]\nruntime = ["x"]\n',
+])
+@pytest.mark.usefixtures("reader")
+def test_wrong_types_on_the_way(text):
+    with pytest.raises(ConfigError, match=r"^%s: crio[.a-z]* must be a table, not \w+; the file was left unchanged$" % SOURCE):
+        crio.check_drop_in(text)
+
+
+# Malformed TOML: (text, line, column) as tomllib reports them (columns from 1).
+MALFORMED = [
+    ('[crio.runtime.runtimes.nvidia]\nruntime_path = \n', 2, 16),
+    ('[crio.runtime.runtimes.nvidia]\nruntime_path "/usr/bin/nvidia-container-runtime"\n', 2, 14),
+    ('[crio.runtime\nx = 1\n', 1, 14),
+    ('[crio.runtime.runtimes.nvidia]\nruntime_type = oci\n', 2, 16),
+]
+
+
+@pytest.mark.parametrize("text, line, column", MALFORMED)
+def test_malformed_toml_tomllib(text, line, column):
+    with pytest.raises(ConfigError) as err:
+        crio.check_drop_in(text)
+    message = str(err.value)
+    assert message.startswith("%s: line %d, column %d: " % (SOURCE, line, column))
+    assert message.endswith("; the file was left unchanged")
+    assert "(at line" not in message
+
+
+@pytest.mark.parametrize("text, line, column", MALFORMED)
+@pytest.mark.skipif(not crio.HAS_TOMLKIT, reason="tomlkit is not installed")
+def test_malformed_toml_tomlkit(text, line, column, monkeypatch):
+    monkeypatch.setattr(crio, "_toml_reader", None)
+    with pytest.raises(ConfigError) as err:
+        crio.parse_crio_config(text, "/etc/crio/crio.conf")
+    message = str(err.value)
+    assert message.startswith("/etc/crio/crio.conf: line %d, column %d: " % (line, column))
+    assert message.endswith("; the file was left unchanged")
+    assert " at line " not in message
+
+
+@pytest.mark.parametrize("text", ['[crio]\nlog_dir = "/a"\nlog_dir = "/b"\n', 'x = [1, 2\n', 's = "unterminated'])
+@pytest.mark.usefixtures("reader")
+def test_other_malformed_toml(text):
+    with pytest.raises(ConfigError, match=r"^/c\.toml: .+; the file was left unchanged$"):
+        crio.parse_crio_config(text, "/c.toml")
+
+
+@pytest.mark.parametrize("text, position", [("x = [1, 2\n", "line 2, column 1"), ('s = "unterminated', "line 1, column 18")])
+@pytest.mark.usefixtures("reader")
+def test_end_of_file_gets_a_position(text, position):
+    with pytest.raises(ConfigError, match=r"^/c\.toml: %s: (Unclosed array|Unterminated string|Unexpected end of file)" % position):
+        crio.parse_crio_config(text, "/c.toml")
+
+
+def test_no_toml_reader(monkeypatch):
+    monkeypatch.setattr(crio, "_toml_reader", None)
+    monkeypatch.setattr(crio, "HAS_TOMLKIT", False)
+    with pytest.raises(ConfigError, match="cannot read TOML on this host"):
+        crio.parse_crio_config("a = 1\n", SOURCE)
+    # Writing never needs a library.
+    assert crio.drop_in() == EXPECTED_DEFAULT
+
+
+AUTH_TOML = """\
+[crio.image]
+global_auth_file = "/etc/crio/auth.json"
+
+[registry]
+password = "Hunter2-Registry"
+auth = "dXNlcjpodW50ZXIy"
+identitytoken = "eyJhbGciOiJIUzI1NiJ9.e30.sig"
+"""
+SECRETS = ("Hunter2-Registry", "dXNlcjpodW50ZXIy", "eyJhbGciOiJIUzI1NiJ9.e30.sig")
+
+
+@pytest.mark.usefixtures("reader")
+def test_credentials_never_show_masked():
+    data = crio.parse_crio_config(AUTH_TOML)
+    masked = mask_text(AUTH_TOML) + repr(mask_secrets(data))
+    for secret in SECRETS:
+        assert secret not in masked
+    assert MASK in masked
+
+
+@pytest.mark.parametrize("broken", [AUTH_TOML.replace('auth = "', 'auth "'), AUTH_TOML.replace('password = "Hunter2-Registry"', 'password = Hunter2-Registry')])
+@pytest.mark.usefixtures("reader")
+def test_errors_do_not_quote_the_file(broken):
+    with pytest.raises(ConfigError) as err:
+        crio.parse_crio_config(broken)
+    for secret in SECRETS:
+        assert secret not in str(err.value)
+
+
+@pytest.mark.parametrize("name, key", [("nvidia", "nvidia"), ("nvidia-cdi", "nvidia-cdi"), ("nvidia.x", '"nvidia.x"'),
+                                       ('a"b', '"a\\"b"'), ("", '""')])
+def test_toml_key(name, key):
+    assert crio.toml_key(name) == key
