@@ -21,7 +21,8 @@ DRIVER_PACKAGE_PATTERNS = (
     r"^nvidia-driver-cuda$",
     r"^kmod-nvidia.*$",
 )
-RELATED_PACKAGES = r"^(nvidia-|libnvidia-|cuda-drivers|xserver-xorg-video-nvidia|firmware-nvidia|kmod-nvidia)"
+# Driver packages: not the container toolkit's (nvidia-container-*, libnvidia-container*).
+RELATED_PACKAGES = r"^(nvidia-(?!container)|libnvidia-(?!container)|cuda-drivers|xserver-xorg-video-nvidia|firmware-nvidia|kmod-nvidia)"
 
 DPKG_FORMAT = "${Package}\\t${Version}\\t${db:Status-Abbrev}\\n"
 RPM_FORMAT = "%{NAME}\\t%{VERSION}-%{RELEASE}\\tii\\n"

@@ -55,19 +55,25 @@ def write_atomic(module, path: str, text: str, backup: bool = False, mode: int |
         os.makedirs(directory, mode=0o755)
     backup_file = module.backup_local(path) if backup and os.path.exists(path) else None
     reference = path if os.path.exists(path) else like if like and os.path.exists(like) else None
+    if reference:
+        stat = os.stat(reference)
+        perms, owner = stat.st_mode & 0o7777, (stat.st_uid, stat.st_gid)
+    else:
+        perms, owner = (mode if mode is not None else 0o644), None
     fd, tmp = tempfile.mkstemp(prefix=".%s." % os.path.basename(path), dir=directory or ".")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())
-        if reference:
-            stat = os.stat(reference)
-            os.chmod(tmp, stat.st_mode & 0o7777)
-            os.chown(tmp, stat.st_uid, stat.st_gid)
-        else:
-            os.chmod(tmp, mode if mode is not None else 0o644)
+        os.chmod(tmp, perms)
+        if owner:
+            os.chown(tmp, *owner)
         module.atomic_move(tmp, path, unsafe_writes=False)
+        # atomic_move gives a new file the default permissions: set the intended ones
+        os.chmod(path, perms)
+        if owner:
+            os.chown(path, *owner)
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)

@@ -98,7 +98,7 @@ def test_site_playbook_report_stage(lab, tmp_path):
            if any(not t["task"]["name"].split(" : ")[-1].startswith("Validating arguments") for t in p["tasks"])]
     assert ran == [
         "Stage 0 - check the controller and the inventory",
-        "Stage 3 - report the GPUs, driver and GPU health of every node",
+        "Stage 4 - report the GPUs, driver and GPU health of every node",
     ]
     assert _stats(out)["failures"] == 0
     assert json.loads((tmp_path / "rec.json").read_text())["gpu_count"] == 4

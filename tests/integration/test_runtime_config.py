@@ -47,7 +47,7 @@ def args(etc, extra=""):
 
 
 FIXTURES_16 = [
-    ("containerd-1.6-default.toml", CRI2), ("kubeadm-v2.toml", CRI2), ("k3s-v2.toml", CRI2),
+    ("containerd-1.6-default.toml", CRI2), ("debian12-packaged.toml", CRI2), ("kubeadm-v2.toml", CRI2), ("k3s-v2.toml", CRI2),
     ("eks-mirrors-auth-v2.toml", CRI2), ("existing-nvidia-v2.toml", CRI2),
 ]
 
@@ -61,10 +61,13 @@ def test_drop_in_with_real_containerd(lab, node, fixture, cri):
     merged = dump(str(etc / "config.toml"))
     nvidia = get(merged, cri + ("containerd", "runtimes", "nvidia"))
     assert nvidia["options"]["BinaryName"] == "/usr/bin/nvidia-container-runtime"
-    runc_options = get(before_dump, cri + ("containerd", "runtimes", "runc", "options")) or {}
+    runc_options = get(merged, cri + ("containerd", "runtimes", "runc", "options")) or {}
     if fixture != "existing-nvidia-v2.toml":
         assert {k: v for k, v in nvidia["options"].items() if k != "BinaryName"} == {
             k: v for k, v in runc_options.items() if k != "BinaryName"}
+    # runc is still the default and still configured (the CRI plugin needs it)
+    assert get(merged, cri + ("containerd", "default_runtime_name")) == "runc"
+    assert get(merged, cri + ("containerd", "runtimes", "runc", "runtime_type")) == "io.containerd.runc.v2"
     # Everything containerd saw before, it still sees (the nvidia runtime aside).
     for key in ("sandbox_image", "registry", "cni"):
         assert get(merged, cri + (key,)) == get(before_dump, cri + (key,))
@@ -204,3 +207,10 @@ def test_crio_drop_in(lab, tmp_path):
                       args="runtime=crio drop_in_path=%s set_as_default=true" % drop_in)["changed"] is False
     lab.module("none", module="gpuops.nvidia.runtime_config", args="runtime=crio drop_in_path=%s state=absent" % drop_in)
     assert not drop_in.exists()
+
+
+def test_drop_in_gets_the_main_files_mode(lab, node):
+    etc = node("eks-mirrors-auth-v2.toml")  # carries registry credentials
+    os.chmod(etc / "config.toml", 0o600)
+    lab.module("none", module="gpuops.nvidia.runtime_config", args=args(etc, "enable_cdi=auto"))
+    assert oct(os.stat(etc / "conf.d" / "99-nvidia.toml").st_mode & 0o777) == "0o600"

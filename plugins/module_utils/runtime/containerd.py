@@ -103,7 +103,7 @@ def _get(node, path):
     return node
 
 
-def _ensure(node, path):
+def ensure_table(node, path):
     """The table at path under node, created (as tomlkit tables) where missing."""
     for key in path:
         child = node.get(key)
@@ -117,7 +117,7 @@ def _ensure(node, path):
     return node
 
 
-def _plain(item):
+def plain(item):
     """tomlkit item -> plain Python (dict/list/str/int/bool)."""
     return item.unwrap() if hasattr(item, "unwrap") else copy.deepcopy(item)
 
@@ -155,7 +155,7 @@ def _nvidia_runtime(cri, runtime_name, runtime_path):
     with runtime_type runc.v2 and options.BinaryName pointing at the NVIDIA runtime."""
     runtimes = _get(cri, ("containerd", "runtimes")) or {}
     base = runtimes.get(runtime_name) or runtimes.get("runc") or {}
-    runtime = _plain(base) if base else {}
+    runtime = plain(base) if base else {}
     runtime.setdefault("runtime_type", RUNC_V2)
     options = dict(runtime.get("options") or {})
     options["BinaryName"] = runtime_path
@@ -165,10 +165,19 @@ def _nvidia_runtime(cri, runtime_name, runtime_path):
 
 def _apply_nvidia(cri, settings: dict, marked: bool) -> None:
     """Write the NVIDIA settings into a CRI plugin table."""
-    runtimes = _ensure(cri, ("containerd", "runtimes"))
+    runtimes = ensure_table(cri, ("containerd", "runtimes"))
     wanted = _nvidia_runtime(cri, settings["runtime_name"], settings["runtime_path"])
+    # A runtimes table in the file replaces containerd's built-in one, which holds runc: without
+    # runc written out too, the CRI plugin fails ("no corresponding runtime configured").
+    default = plain(_get(cri, ("containerd", "default_runtime_name")) or "runc")
+    if default == "runc" and "runc" not in runtimes:
+        runc = tomlkit.table()
+        if marked:
+            runc.comment(MARK)
+        runc["runtime_type"] = RUNC_V2
+        runtimes["runc"] = runc
     existed = settings["runtime_name"] in runtimes
-    if _plain(runtimes.get(settings["runtime_name"]) or {}) != wanted:
+    if plain(runtimes.get(settings["runtime_name"]) or {}) != wanted:
         table = tomlkit.table()
         if marked and (not existed or _marked(runtimes, settings["runtime_name"])):
             table.comment(MARK)
@@ -180,20 +189,20 @@ def _apply_nvidia(cri, settings: dict, marked: bool) -> None:
             options[key] = value
         table["options"] = options
         runtimes[settings["runtime_name"]] = table
-    containerd_table = _ensure(cri, ("containerd",))
+    containerd_table = ensure_table(cri, ("containerd",))
     if settings["set_as_default"] and containerd_table.get("default_runtime_name") != settings["runtime_name"]:
         previous = containerd_table.get("default_runtime_name")
         if marked:
             _set_marked(containerd_table, "default_runtime_name", settings["runtime_name"],
-                        _plain(previous) if previous is not None else None)
+                        plain(previous) if previous is not None else None)
         else:
             containerd_table["default_runtime_name"] = settings["runtime_name"]
     if settings["cdi"]:
         for key, value in (("enable_cdi", True), ("cdi_spec_dirs", list(settings["cdi_spec_dirs"]))):
-            if _plain(cri.get(key)) != value:
+            if plain(cri.get(key)) != value:
                 previous = cri.get(key)
                 if marked:
-                    _set_marked(cri, key, value, _plain(previous) if previous is not None else None)
+                    _set_marked(cri, key, value, plain(previous) if previous is not None else None)
                 else:
                     cri[key] = value
 
@@ -234,14 +243,14 @@ def configure(main_text: str | None, *, containerd_version: str, runtime_name: s
     created = not (main_text and main_text.strip())
     if created:
         doc["version"] = config_version_for(containerd)
-    version = int(_plain(doc.get("version", 1)))
+    version = int(plain(doc.get("version", 1)))
     if version not in supported_config_versions(containerd):
         raise ConfigError("%s has config version %d, which containerd %s does not read (it reads %s)"
                           % (source, version, ".".join(map(str, containerd)),
                              ", ".join(str(v) for v in supported_config_versions(containerd))))
     cri_path = CRI_PATHS[version]
     cri = _get(doc, cri_path)
-    disabled = _plain(doc.get("disabled_plugins") or [])
+    disabled = plain(doc.get("disabled_plugins") or [])
     if any(name in disabled for name in ("cri", "io.containerd.grpc.v1.cri", "io.containerd.cri.v1.runtime")):
         raise ConfigError("%s disables the CRI plugin (disabled_plugins = %s): Kubernetes cannot use containerd "
                           "and the NVIDIA runtime would never be used; remove it from disabled_plugins first"
@@ -265,7 +274,7 @@ def configure(main_text: str | None, *, containerd_version: str, runtime_name: s
                           "use edit_mode=in_place, or migrate the file first (containerd config migrate)" % source)
     if drop_in_path:
         glob = import_glob(drop_in_path)
-        imports = _plain(doc.get("imports") or [])
+        imports = plain(doc.get("imports") or [])
         if state == "present":
             if not _imports_cover(imports, drop_in_path):
                 # the marker keeps the previous list, so absent restores it exactly
@@ -278,9 +287,9 @@ def configure(main_text: str | None, *, containerd_version: str, runtime_name: s
                 drop.add(tomlkit.comment("containerd < 2.1 replaces whole plugin sections with imported ones, so this"))
                 drop.add(tomlkit.comment("file carries %s's complete CRI section as well." % source))
             drop["version"] = version
-            target = _ensure(drop, cri_path)
+            target = ensure_table(drop, cri_path)
             if cri is not None and not imports_merge(containerd):
-                for key, value in _plain(cri).items():
+                for key, value in plain(cri).items():
                     target[key] = value
             _apply_nvidia(target, settings, marked=False)
             drop_in = tomlkit.dumps(drop)
@@ -288,16 +297,22 @@ def configure(main_text: str | None, *, containerd_version: str, runtime_name: s
             _remove_marked(doc, "imports")
     else:
         if state == "present":
-            _apply_nvidia(_ensure(doc, cri_path), settings, marked=True)
+            _apply_nvidia(ensure_table(doc, cri_path), settings, marked=True)
         elif cri is not None:
             runtimes = _get(cri, ("containerd", "runtimes"))
-            if runtimes is not None and _marked(runtimes, runtime_name):
-                del runtimes[runtime_name]  # only a runtime this editor created
+            for name in (runtime_name, "runc"):
+                if runtimes is not None and _marked(runtimes, name):
+                    del runtimes[name]  # only runtimes this editor created
             containerd_table = _get(cri, ("containerd",))
             if containerd_table is not None:
                 _remove_marked(containerd_table, "default_runtime_name")
             _remove_marked(cri, "enable_cdi")
             _remove_marked(cri, "cdi_spec_dirs")
+            containerd_table = _get(cri, ("containerd",))
+            if runtimes is not None and not runtimes:
+                del containerd_table["runtimes"]
+            if containerd_table is not None and not containerd_table:
+                del cri["containerd"]  # an empty table means what no table means
     main = main_text if (created and state == "absent") else tomlkit.dumps(doc)
     if created and state == "absent":
         main = None
@@ -318,6 +333,9 @@ def _dump_has(dump: dict, cri_path: tuple, runtime_name: str, runtime_path: str,
     elif (runtime.get("options") or {}).get("BinaryName") != runtime_path:
         problems.append("the %s runtime's BinaryName is %r in containerd's merged configuration, not %r"
                         % (runtime_name, (runtime.get("options") or {}).get("BinaryName"), runtime_path))
+    default = (cri.get("containerd") or {}).get("default_runtime_name") or "runc"
+    if default not in ((cri.get("containerd") or {}).get("runtimes") or {}):
+        problems.append("containerd's CRI plugin would not load: its default runtime %r is not configured" % default)
     if cdi and cri.get("enable_cdi") is not True:
         problems.append("containerd's merged configuration does not enable CDI")
     return problems
@@ -341,7 +359,7 @@ def validate(run, binary: str, plan: dict, drop_in_path: str | None, existing_dr
             if "imports" in doc:
                 glob = import_glob(drop_in_path)
                 doc["imports"] = [os.path.join(conf_d, "*.toml") if item == glob else item
-                                  for item in _plain(doc["imports"])]
+                                  for item in plain(doc["imports"])]
                 main_text = tomlkit.dumps(doc)
             files = dict(existing_drop_ins)
             if plan["drop_in"] is not None:

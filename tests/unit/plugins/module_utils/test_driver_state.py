@@ -38,6 +38,8 @@ def test_installed_driver_version(packages, version, source):
 
 def test_parse_held():
     assert driver_state.parse_held("nvidia-driver\nlibnvidia-ml1\nopenssl\n") == ["libnvidia-ml1", "nvidia-driver"]
+    # the container toolkit's holds are not the driver's
+    assert driver_state.parse_held("nvidia-container-toolkit\nlibnvidia-container1\nnvidia-open\n") == ["nvidia-open"]
     assert driver_state.parse_held("nvidia-driver-3:580.95.05-1.el9.*\nkernel-5.14.0-1.el9.*\n") == ["nvidia-driver"]
 
 

@@ -44,6 +44,7 @@ def get(tree, path):
 CASES = [
     # fixture, containerd version, config version
     ("containerd-1.6-default.toml", "1.6.20", 2),
+    ("debian12-packaged.toml", "1.6.20", 2),
     ("kubeadm-v2.toml", "1.7.24", 2),
     ("k3s-v2.toml", "1.7.24", 2),
     ("eks-mirrors-auth-v2.toml", "1.7.24", 2),
@@ -159,3 +160,15 @@ def test_default_runtime_restored_to_what_it_was():
     assert 'default_runtime_name = "nvidia" # gpuops.nvidia (was: "runc")' in plan["main"]
     restored = containerd.configure(plan["main"], containerd_version="1.7.24", drop_in_path=None, state="absent")
     assert 'default_runtime_name = "runc"\n' in restored["main"]
+
+
+@pytest.mark.parametrize("mode", [DROP_IN, None])
+def test_runc_written_out_when_the_file_has_no_runtimes(mode):
+    """Debian's packaged config.toml has a CRI section without runtimes: the runtimes table we
+    add replaces containerd's built-in one, so runc must be there too."""
+    plan = containerd.configure(fixture("debian12-packaged.toml"), containerd_version="1.6.20", drop_in_path=mode,
+                                enable_cdi="false")
+    target = data(plan["drop_in"] if mode else plan["main"])
+    runtimes = target["plugins"]["io.containerd.grpc.v1.cri"]["containerd"]["runtimes"]
+    assert runtimes["runc"] == {"runtime_type": "io.containerd.runc.v2"}
+    assert set(runtimes) == {"runc", "nvidia"}
