@@ -26,16 +26,8 @@ options:
     description: Directory under which C(/proc), C(/sys) and container markers are read.
     type: path
     default: /
-attributes:
-  check_mode:
-    support: full
-    description: The module only reads.
-  diff_mode:
-    support: none
-    description: Nothing is changed.
-  idempotent:
-    support: full
-    description: Every run reports C(changed=false).
+extends_documentation_fragment:
+  - gpuops.nvidia.attributes.read_only
 seealso:
   - module: gpuops.nvidia.gpu_info
 """

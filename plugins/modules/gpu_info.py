@@ -53,16 +53,8 @@ options:
       - Also return the result as the host fact C(gpuops_nvidia) for later plays.
     type: bool
     default: false
-attributes:
-  check_mode:
-    support: full
-    description: The module only reads; check mode returns the same data.
-  diff_mode:
-    support: none
-    description: Nothing is changed, so there is no diff.
-  idempotent:
-    support: full
-    description: Every run reports C(changed=false).
+extends_documentation_fragment:
+  - gpuops.nvidia.attributes.read_only
 notes:
   - Power, temperature, clock and utilization readings change from run to run; compare
     identities (UUIDs, bus ids, versions) for drift, not readings.

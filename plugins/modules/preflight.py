@@ -69,16 +69,8 @@ options:
       are read; only useful when the host's file systems are mounted elsewhere.
     type: path
     default: /
-attributes:
-  check_mode:
-    support: full
-    description: The module only reads.
-  diff_mode:
-    support: none
-    description: Nothing is changed.
-  idempotent:
-    support: full
-    description: Every run reports C(changed=false).
+extends_documentation_fragment:
+  - gpuops.nvidia.attributes.read_only
 seealso:
   - module: gpuops.nvidia.gpu_info
 """
