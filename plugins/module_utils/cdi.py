@@ -1,0 +1,124 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpuops.nvidia contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""CDI specs against the GPUs NVML reports: every GPU (and MIG device) must be named by index and
+by UUID, no device that is gone may still be listed, and the device nodes must exist. A spec
+left over from before a MIG change or a GPU swap is the classic failure. Pure functions, plus a
+reader of the spec directories."""
+
+from __future__ import annotations
+
+import json
+import os
+
+__metaclass__ = type
+
+try:
+    import yaml
+    HAS_YAML = True
+except ImportError:
+    yaml = None
+    HAS_YAML = False
+
+
+def expected_names(gpus: list) -> set:
+    """CDI device names nvidia-ctk gives the GPUs: index and UUID of every GPU, 'i:j' and the
+    UUID of every MIG device, and 'all'."""
+    names = {"all"}
+    for gpu in gpus:
+        if gpu.get("lost"):
+            continue
+        names.add(str(gpu["index"]))
+        if gpu.get("uuid"):
+            names.add(gpu["uuid"])
+        for position, device in enumerate((gpu.get("mig") or {}).get("devices") or []):
+            names.add("%d:%d" % (gpu["index"], position))
+            if device.get("uuid"):
+                names.add(device["uuid"])
+    return names
+
+
+def read_specs(directories, root: str = "/") -> tuple:
+    """(specs, problems): specs as [{'path', 'data'}] from *.yaml, *.yml, *.json files."""
+    specs, problems = [], []
+    for directory in directories:
+        base = os.path.join(root, directory.lstrip("/"))
+        if not os.path.isdir(base):
+            continue
+        for name in sorted(os.listdir(base)):
+            path = os.path.join(base, name)
+            if not name.endswith((".yaml", ".yml", ".json")) or not os.path.isfile(path):
+                continue
+            try:
+                with open(path, encoding="utf-8") as handle:
+                    text = handle.read()
+                data = json.loads(text) if name.endswith(".json") else yaml.safe_load(text)
+            except (ValueError, OSError, getattr(yaml, "YAMLError", ValueError)) as exc:
+                problems.append({"path": os.path.join(directory, name), "error": str(exc).splitlines()[0]})
+                continue
+            specs.append({"path": os.path.join(directory, name), "data": data if isinstance(data, dict) else {}})
+    return specs, problems
+
+
+def _finding(code, severity, message, fix, **extra):
+    item = {"code": code, "severity": severity, "message": message, "fix": fix}
+    item.update(extra)
+    return item
+
+
+def check(specs: list, problems: list, gpus: list, kind: str = "nvidia.com/gpu", root: str = "/",
+          check_nodes: bool = True) -> dict:
+    """Findings for the specs of one kind against the GPUs. Returns
+    {'findings', 'stale', 'listed', 'expected', 'spec_files'}."""
+    findings = [_finding("cdi_spec_unreadable", "error", "CDI spec %s cannot be read: %s" % (p["path"], p["error"]),
+                         "regenerate it (nvidia-ctk cdi generate) or remove it", path=p["path"]) for p in problems]
+    ours = [spec for spec in specs if spec["data"].get("kind") == kind]
+    expected = expected_names(gpus) if gpus else set()
+    listed = set()
+    for spec in ours:
+        for device in spec["data"].get("devices") or []:
+            listed.add(str(device.get("name")))
+    if not ours:
+        if gpus:
+            findings.append(_finding(
+                "cdi_spec_missing", "error", "no CDI spec for kind %s, while NVML lists %d GPU(s)" % (kind, len(gpus)),
+                "generate one: nvidia-ctk cdi generate --output=/var/run/cdi/nvidia.yaml"))
+        return {"findings": findings, "stale": bool(gpus), "listed": [], "expected": sorted(expected),
+                "spec_files": []}
+    if len(ours) > 1:
+        findings.append(_finding(
+            "cdi_spec_duplicate", "error",
+            "kind %s is defined by %d spec files (%s); CDI refuses conflicting device names"
+            % (kind, len(ours), ", ".join(spec["path"] for spec in ours)),
+            "keep one spec for the kind (generated specs go to /var/run/cdi, static ones to /etc/cdi)"))
+    missing = sorted(expected - listed)
+    gone = sorted(listed - expected - {"all"}) if gpus else []
+    if missing:
+        findings.append(_finding(
+            "cdi_device_missing", "error",
+            "the CDI spec does not name %s, which NVML reports" % ", ".join(missing),
+            "regenerate the spec (nvidia-ctk cdi generate), e.g. after a MIG change", devices=missing))
+    if gone:
+        findings.append(_finding(
+            "cdi_device_stale", "error",
+            "the CDI spec still names %s, which NVML no longer reports" % ", ".join(gone),
+            "regenerate the spec: containers asking for these devices would fail", devices=gone))
+    if check_nodes:
+        absent = set()
+        for spec in ours:
+            edits = [spec["data"].get("containerEdits") or {}]
+            edits += [device.get("containerEdits") or {} for device in spec["data"].get("devices") or []]
+            for edit in edits:
+                for node in edit.get("deviceNodes") or []:
+                    path = node.get("hostPath") or node.get("path")
+                    if path and not os.path.exists(os.path.join(root, path.lstrip("/"))):
+                        absent.add(path)
+        if absent:
+            findings.append(_finding(
+                "cdi_device_node_missing", "error",
+                "device nodes in the CDI spec do not exist: %s" % ", ".join(sorted(absent)),
+                "load the NVIDIA driver (nvidia-modprobe creates the nodes) and regenerate the spec",
+                paths=sorted(absent)))
+    stale = any(f["code"] in ("cdi_device_missing", "cdi_device_stale", "cdi_spec_missing") for f in findings)
+    return {"findings": findings, "stale": stale, "listed": sorted(listed), "expected": sorted(expected),
+            "spec_files": [spec["path"] for spec in ours]}

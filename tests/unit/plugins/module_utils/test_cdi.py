@@ -1,0 +1,70 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+from __future__ import annotations
+
+import pytest
+
+from ansible_collections.gpuops.nvidia.plugins.module_utils import cdi
+
+GPUS = [
+    {"index": 0, "uuid": "GPU-aaaa", "mig": {"devices": [{"uuid": "MIG-a0"}, {"uuid": "MIG-a1"}]}},
+    {"index": 1, "uuid": "GPU-bbbb", "mig": {"capable": True, "devices": []}},
+    {"index": 2, "uuid": None, "lost": True},
+]
+
+
+def spec(names, nodes=("/dev/nvidiactl",), kind="nvidia.com/gpu", path="/var/run/cdi/nvidia.yaml"):
+    return {"path": path, "data": {"cdiVersion": "0.5.0", "kind": kind,
+                                   "devices": [{"name": n, "containerEdits": {"deviceNodes": []}} for n in names],
+                                   "containerEdits": {"deviceNodes": [{"path": n} for n in nodes]}}}
+
+
+def codes(report):
+    return [f["code"] for f in report["findings"]]
+
+
+def test_expected_names():
+    assert cdi.expected_names(GPUS) == {"all", "0", "GPU-aaaa", "0:0", "MIG-a0", "0:1", "MIG-a1", "1", "GPU-bbbb"}
+
+
+def test_current_spec_is_clean(tmp_path):
+    (tmp_path / "dev").mkdir()
+    (tmp_path / "dev" / "nvidiactl").write_text("")
+    report = cdi.check([spec(cdi.expected_names(GPUS))], [], GPUS, root=str(tmp_path))
+    assert report["findings"] == [] and report["stale"] is False
+
+
+@pytest.mark.parametrize("names, code, devices", [
+    (["all", "0", "GPU-aaaa", "1", "GPU-bbbb"], "cdi_device_missing", ["0:0", "0:1", "MIG-a0", "MIG-a1"]),
+    (list(cdi.expected_names(GPUS)) + ["2", "GPU-cccc"], "cdi_device_stale", ["2", "GPU-cccc"]),
+])
+def test_stale_specs(tmp_path, names, code, devices):
+    report = cdi.check([spec(names)], [], GPUS, root=str(tmp_path), check_nodes=False)
+    assert codes(report) == [code] and report["stale"] is True
+    assert report["findings"][0]["devices"] == devices
+
+
+def test_missing_spec_duplicate_kind_and_other_kinds(tmp_path):
+    assert codes(cdi.check([spec(["0"], kind="vendor.com/fpga")], [], GPUS, check_nodes=False)) == ["cdi_spec_missing"]
+    both = cdi.check([spec(cdi.expected_names(GPUS)), spec(cdi.expected_names(GPUS), path="/etc/cdi/nvidia.yaml")],
+                     [], GPUS, check_nodes=False)
+    assert codes(both) == ["cdi_spec_duplicate"]
+
+
+def test_device_nodes(tmp_path):
+    report = cdi.check([spec(cdi.expected_names(GPUS), nodes=("/dev/nvidiactl", "/dev/nvidia-uvm"))], [], GPUS,
+                       root=str(tmp_path))
+    assert codes(report) == ["cdi_device_node_missing"]
+    assert report["findings"][0]["paths"] == ["/dev/nvidia-uvm", "/dev/nvidiactl"]
+    assert report["stale"] is False
+
+
+def test_read_specs(tmp_path):
+    (tmp_path / "etc" / "cdi").mkdir(parents=True)
+    (tmp_path / "etc" / "cdi" / "nvidia.yaml").write_text("cdiVersion: 0.5.0\nkind: nvidia.com/gpu\ndevices: []\n")
+    (tmp_path / "etc" / "cdi" / "other.json").write_text('{"kind": "x.com/y"}')
+    (tmp_path / "etc" / "cdi" / "broken.yaml").write_text("kind: [unclosed\n")
+    specs, problems = cdi.read_specs(["/etc/cdi", "/var/run/cdi"], str(tmp_path))
+    assert [s["path"] for s in specs] == ["/etc/cdi/nvidia.yaml", "/etc/cdi/other.json"]
+    assert [p["path"] for p in problems] == ["/etc/cdi/broken.yaml"]
+    assert codes(cdi.check(specs, problems, GPUS, check_nodes=False))[0] == "cdi_spec_unreadable"
