@@ -186,16 +186,10 @@ def _cpu_affinity(handle) -> str | None:
     return ",".join(ranges)
 
 
-def _mig_profile_names(handle) -> dict:
-    """GPU instance profile ID -> name ('3g.40gb'). Profile INFO is queried by profile index;
-    instances carry the profile ID from that info."""
-    names = {}
-    for index in range(_GI_PROFILE_COUNT):
-        info = _call("nvmlDeviceGetGpuInstanceProfileInfo", handle, index)
-        if info is not None:
-            # Bindings before the v2 structs have no name field.
-            names[info.id] = _text(getattr(info, "name", b"")).replace("MIG ", "") or "profile-%d" % info.id
-    return names
+def _profile_name(info) -> str | None:
+    """'3g.40gb' from a GPU/compute instance profile info (bindings before the v2 structs have
+    no name field). Profile INFO is queried by profile index; instances carry the profile ID."""
+    return _text(getattr(info, "name", b"")).replace("MIG ", "") or None
 
 
 def _compute_instances(gpu_instance) -> list:
@@ -212,7 +206,7 @@ def _compute_instances(gpu_instance) -> list:
             ci_info = _call("nvmlComputeInstanceGetInfo", array[i])
             if ci_info is not None:
                 found.append({"id": ci_info.id, "profile_id": ci_info.profileId,
-                              "profile": _text(getattr(info, "name", b"")).replace("MIG ", "") or None})
+                              "profile": _profile_name(info)})
     return sorted(found, key=lambda c: c["id"])
 
 
@@ -224,7 +218,6 @@ def _mig(handle) -> dict:
               "gpu_instances": [], "devices": []}
     if not modes[0]:
         return result
-    names = _mig_profile_names(handle)
     for index in range(_GI_PROFILE_COUNT):
         info = _call("nvmlDeviceGetGpuInstanceProfileInfo", handle, index)
         if info is None:
@@ -240,7 +233,7 @@ def _mig(handle) -> dict:
             result["gpu_instances"].append({
                 "id": gi_info.id,
                 "profile_id": gi_info.profileId,
-                "profile": names.get(gi_info.profileId),
+                "profile": _profile_name(info) or "profile-%d" % gi_info.profileId,
                 "placement": {"start": gi_info.placement.start, "size": gi_info.placement.size},
                 "compute_instances": _compute_instances(array[i]),
             })

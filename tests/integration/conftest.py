@@ -90,3 +90,22 @@ def tree_digest(*paths):
                     with open(path, "rb") as handle:
                         digest.update(handle.read())
     return digest.hexdigest()
+
+
+def mig_script(gpu: int, profile: str, count: int) -> str:
+    """Python that partitions one GPU through pynvml in its own process, as an operator's tool
+    would: MIG on, then `count` GPU instances of profile ('1_SLICE', '3_SLICE' ...), each with a
+    compute instance of the same size."""
+    return "\n".join([
+        "import pynvml",
+        "pynvml.nvmlInit()",
+        "handle = pynvml.nvmlDeviceGetHandleByIndex(%d)" % gpu,
+        "pynvml.nvmlDeviceSetMigMode(handle, pynvml.NVML_DEVICE_MIG_ENABLE)",
+        "info = pynvml.nvmlDeviceGetGpuInstanceProfileInfo(handle, pynvml.NVML_GPU_INSTANCE_PROFILE_%s)" % profile,
+        "for _ in range(%d):" % count,
+        "    gi = pynvml.nvmlDeviceCreateGpuInstance(handle, info.id)",
+        "    ci = pynvml.nvmlGpuInstanceGetComputeInstanceProfileInfo(",
+        "        gi, pynvml.NVML_COMPUTE_INSTANCE_PROFILE_%s, pynvml.NVML_COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED)" % profile,
+        "    pynvml.nvmlGpuInstanceCreateComputeInstance(gi, ci.id)",
+        "pynvml.nvmlShutdown()",
+    ])

@@ -8,19 +8,7 @@ import sys
 
 import yaml
 
-MIG_TWO_3G = """
-import pynvml
-pynvml.nvmlInit()
-handle = pynvml.nvmlDeviceGetHandleByIndex(0)
-pynvml.nvmlDeviceSetMigMode(handle, pynvml.NVML_DEVICE_MIG_ENABLE)
-info = pynvml.nvmlDeviceGetGpuInstanceProfileInfo(handle, pynvml.NVML_GPU_INSTANCE_PROFILE_3_SLICE)
-for _ in range(2):
-    gi = pynvml.nvmlDeviceCreateGpuInstance(handle, info.id)
-    ci = pynvml.nvmlGpuInstanceGetComputeInstanceProfileInfo(
-        gi, pynvml.NVML_COMPUTE_INSTANCE_PROFILE_3_SLICE, pynvml.NVML_COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED)
-    pynvml.nvmlGpuInstanceCreateComputeInstance(gi, ci.id)
-pynvml.nvmlShutdown()
-"""
+from conftest import mig_script  # pylint: disable=import-error
 
 
 def write_spec(root, gpus):
@@ -48,7 +36,7 @@ def test_spec_for_the_node_is_clean_then_stale_after_a_mig_change(lab, tmp_path)
     assert clean["spec_files"] == ["/var/run/cdi/nvidia.yaml"]
     assert len(clean["listed"]) == 17  # 8 indexes, 8 UUIDs, all
 
-    lab.run("hgx-h100", [sys.executable, "-c", MIG_TWO_3G])
+    lab.run("hgx-h100", [sys.executable, "-c", mig_script(0, "3_SLICE", 2)])
     stale = lab.module("hgx-h100", module="gpuops.nvidia.cdi_spec_check", args="host_root=%s" % root)
     assert stale["stale"] is True
     missing = [f for f in stale["findings"] if f["code"] == "cdi_device_missing"][0]["devices"]

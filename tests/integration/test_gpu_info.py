@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from conftest import REPO  # pylint: disable=import-error
+from conftest import REPO, mig_script  # pylint: disable=import-error
 
 GPU_PROFILES = [
     # profile, count, name, architecture, compute capability, MIG capable, NVLinks per GPU
@@ -126,24 +126,9 @@ def test_bad_argument_fails_clearly(lab):
     assert "xid_wait_ms must be 0 (off) or a positive number" in result["msg"]
 
 
-MIG_SETUP = """
-import pynvml
-pynvml.nvmlInit()
-handle = pynvml.nvmlDeviceGetHandleByIndex(0)
-pynvml.nvmlDeviceSetMigMode(handle, pynvml.NVML_DEVICE_MIG_ENABLE)
-info = pynvml.nvmlDeviceGetGpuInstanceProfileInfo(handle, pynvml.NVML_GPU_INSTANCE_PROFILE_1_SLICE)
-for _ in range(3):
-    gi = pynvml.nvmlDeviceCreateGpuInstance(handle, info.id)
-    ci = pynvml.nvmlGpuInstanceGetComputeInstanceProfileInfo(
-        gi, pynvml.NVML_COMPUTE_INSTANCE_PROFILE_1_SLICE, pynvml.NVML_COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED)
-    pynvml.nvmlGpuInstanceCreateComputeInstance(gi, ci.id)
-pynvml.nvmlShutdown()
-"""
-
-
 def test_existing_mig_layout_is_reported(lab):
     # Another process (an operator's tool) partitions GPU 0; gpu_info, in its own process, sees it.
-    lab.run("hgx-h200", [sys.executable, "-c", MIG_SETUP])
+    lab.run("hgx-h200", [sys.executable, "-c", mig_script(0, "1_SLICE", 3)])
     result = lab.module("hgx-h200")
     mig = result["gpus"][0]["mig"]
     assert mig["current"] is True
