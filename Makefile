@@ -25,13 +25,13 @@ export PY_COLORS := 0
 
 APT_PACKAGES := podman runc conmon netavark aardvark-dns catatonit containernetworking-plugins \
 	fuse-overlayfs slirp4netns uidmap debootstrap gcc make rsync binutils apt-utils gnupg gpgv dpkg-dev \
-	containerd e2fsprogs
+	containerd e2fsprogs curl xz-utils debian-archive-keyring
 
 COLLECTION_SOURCES := galaxy.yml README.md LICENSE $(shell find meta plugins roles playbooks \
 	changelogs -type f -not -path '*/__pycache__/*' 2>/dev/null)
 
 .PHONY: help lab lab-down test deps apt venv fake-nvml images collection sanity lint units \
-	lab-tests integration molecule clean ansible-test-env apt-repo
+	lab-tests integration molecule clean ansible-test-env apt-repo containerd-releases
 
 help:
 	@echo "make lab      run the site playbook on the built-in lab (simulated GPU nodes)"
@@ -120,8 +120,12 @@ lab-tests: fake-nvml apt
 molecule: images fake-nvml collection apt-repo
 	$(BIN)/molecule test --all
 
-integration: fake-nvml collection
-	$(BIN)/pytest -q -p no:cacheprovider tests/integration
+# containerd 1.7 and 2.x binaries from Debian 13 / unstable, for `config dump` checks
+containerd-releases: apt
+	tests/lab/containerd-releases $(BUILD)/containerd
+
+integration: fake-nvml collection containerd-releases
+	GPUOPS_CONTAINERD_RELEASES=$(CURDIR)/$(BUILD)/containerd $(BIN)/pytest -q -p no:cacheprovider tests/integration
 
 clean:
 	rm -rf $(BUILD)

@@ -32,7 +32,8 @@ def expected_names(gpus: list) -> set:
         if gpu.get("uuid"):
             names.add(gpu["uuid"])
         for position, device in enumerate((gpu.get("mig") or {}).get("devices") or []):
-            names.add("%d:%d" % (gpu["index"], position))
+            # nvidia-ctk names a MIG device by its GPU's index and its MIG handle index
+            names.add("%d:%d" % (gpu["index"], device.get("index", position)))
             if device.get("uuid"):
                 names.add(device["uuid"])
     return names

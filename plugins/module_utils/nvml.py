@@ -244,6 +244,7 @@ def _mig(handle) -> dict:
             continue
         memory = _call("nvmlDeviceGetMemoryInfo", mig_handle)
         result["devices"].append({
+            "index": index,
             "uuid": _text(_call("nvmlDeviceGetUUID", mig_handle)),
             "gpu_instance_id": _call("nvmlDeviceGetGpuInstanceId", mig_handle),
             "compute_instance_id": _call("nvmlDeviceGetComputeInstanceId", mig_handle),

@@ -47,14 +47,15 @@ class Lab:
             raise AssertionError("%s failed (%d):\n%s\n%s" % (cmd, proc.returncode, proc.stdout[-4000:], proc.stderr[-4000:]))
         return proc
 
-    def module(self, profile, module="gpuops.nvidia.gpu_info", args="", check_mode=False, expect_failure=False):
+    def module(self, profile, module="gpuops.nvidia.gpu_info", args="", check_mode=False, expect_failure=False,
+               env=None):
         """Run one module ad hoc on localhost and return its result dict."""
         argv = [os.path.join(BIN, "ansible"), "localhost", "-m", module]
         if args:
             argv += ["-a", args]
         if check_mode:
             argv.append("--check")
-        proc = self.run(profile, argv, check=not expect_failure)
+        proc = self.run(profile, argv, check=not expect_failure, env=env)
         result = json.loads(proc.stdout)["plays"][0]["tasks"][0]["hosts"]["localhost"]
         return result
 

@@ -1,7 +1,8 @@
 # -*- coding: utf-8 -*-
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """gpuops.nvidia.runtime_config through `ansible localhost -m`, with the real containerd of
-this machine (Debian 12: 1.6) checking every produced configuration with `config dump`."""
+this machine (Debian 12: 1.6) checking every produced configuration with `config dump`, and the
+containerd binaries of Debian 13 (1.7) and unstable (2.x) fetched by tests/lab/containerd-releases."""
 from __future__ import annotations
 
 import json
@@ -20,8 +21,11 @@ pytestmark = pytest.mark.skipif(shutil.which("containerd") is None,
                                 reason="containerd is not installed (make test installs it)")
 
 
-def dump(config):
-    out = subprocess.run(["containerd", "--config", config, "config", "dump"], check=True,
+RELEASES = os.environ.get("GPUOPS_CONTAINERD_RELEASES", os.path.join(REPO, ".build", "containerd"))
+
+
+def dump(config, binary="containerd"):
+    out = subprocess.run([binary, "--config", config, "config", "dump"], check=True,
                          capture_output=True, text=True).stdout
     return tomlkit.parse(out).unwrap()
 
@@ -214,3 +218,70 @@ def test_drop_in_gets_the_main_files_mode(lab, node):
     os.chmod(etc / "config.toml", 0o600)
     lab.module("none", module="gpuops.nvidia.runtime_config", args=args(etc, "enable_cdi=auto"))
     assert oct(os.stat(etc / "conf.d" / "99-nvidia.toml").st_mode & 0o777) == "0o600"
+
+
+def release(suite):
+    """Directory holding the containerd binary of a newer Debian suite."""
+    binary = os.path.join(RELEASES, suite, "containerd")
+    if not os.access(binary, os.X_OK):
+        if "GPUOPS_CONTAINERD_RELEASES" in os.environ:  # make test fetches them: missing is a failure
+            pytest.fail("%s is missing (tests/lab/containerd-releases fetches it)" % binary)
+        pytest.skip("run tests/lab/containerd-releases %s first" % RELEASES)
+    return os.path.dirname(binary)
+
+
+def flat(tree, prefix=()):
+    out = {}
+    for key, value in (tree or {}).items():
+        if isinstance(value, dict) and value:
+            out.update(flat(value, prefix + (key,)))
+        else:
+            out[prefix + (key,)] = value
+    return out
+
+
+def cri_runtime_path(merged):
+    """Where the dump of this containerd keeps the CRI runtime settings (1.x / 2.x)."""
+    for path in (("plugins", "io.containerd.cri.v1.runtime"), CRI2):
+        if get(merged, path + ("containerd",)):
+            return path
+    raise AssertionError("no CRI runtime section in containerd's dump")
+
+
+def ours(path, cri):
+    """Keys runtime_config may add or change: the nvidia runtime, CDI, the imports line."""
+    return (path == ("imports",) or path[:len(cri) + 3] == cri + ("containerd", "runtimes", "nvidia")
+            or path in (cri + ("enable_cdi",), cri + ("cdi_spec_dirs",)))
+
+
+NEWER = [(suite, fixture) for suite in ("trixie", "sid") for fixture in (
+    "containerd-1.7-default.toml", "kubeadm-v2.toml", "k3s-v2.toml", "eks-mirrors-auth-v2.toml",
+    "existing-nvidia-v2.toml")] + [
+    ("sid", "containerd-2.1-default.toml"), ("sid", "containerd-2.0-v3.toml"), ("sid", "rke2-v3.toml")]
+
+
+@pytest.mark.parametrize("suite, fixture", NEWER)
+def test_drop_in_with_containerd_17_and_2x(lab, node, suite, fixture):
+    """containerd 1.7 and 2.x read the produced files: the effective configuration gains the nvidia
+    runtime and CDI and differs in nothing else (2.1+ merges drop-ins, 1.7 replaces sections)."""
+    bindir = release(suite)
+    binary = os.path.join(bindir, "containerd")
+    env = {"PATH": os.pathsep.join([bindir, BIN, os.environ["PATH"]])}
+    etc = node(fixture)
+    before = dump(str(etc / "config.toml"), binary)
+    result = lab.module("none", module="gpuops.nvidia.runtime_config", args=args(etc, "enable_cdi=true"), env=env)
+    assert result["changed"] is True and result["restart_required"] is True
+    merged = dump(str(etc / "config.toml"), binary)
+    cri = cri_runtime_path(merged)
+    nvidia = get(merged, cri + ("containerd", "runtimes", "nvidia"))
+    assert nvidia["options"]["BinaryName"] == "/usr/bin/nvidia-container-runtime"
+    assert nvidia["runtime_type"] == "io.containerd.runc.v2"
+    assert get(merged, cri + ("enable_cdi",)) is True
+    assert get(merged, cri + ("cdi_spec_dirs",)) == ["/etc/cdi", "/var/run/cdi"]
+    flat_before, flat_after = flat(before), flat(merged)
+    changed = {path for path in set(flat_before) | set(flat_after) if flat_before.get(path) != flat_after.get(path)}
+    assert {path for path in changed if not ours(path, cri)} == set()
+    again = lab.module("none", module="gpuops.nvidia.runtime_config", args=args(etc, "enable_cdi=true"), env=env)
+    assert again["changed"] is False
+    lab.module("none", module="gpuops.nvidia.runtime_config", args=args(etc, "state=absent"), env=env)
+    assert dump(str(etc / "config.toml"), binary) == before

@@ -1,5 +1,8 @@
 """Debian 12, containerd 1.6 under systemd, after the toolkit role (1.17.8 pinned, CDI skipped)."""
+import json
 import tomllib
+
+import yaml
 
 CRI = 'plugins."io.containerd.grpc.v1.cri"'
 
@@ -51,3 +54,28 @@ def test_drop_in_keeps_the_credentials_private(host):
     assert drop_in.mode == main.mode == 0o600
     assert "/etc/containerd/conf.d/*.toml" in main.content_string
     assert "# operator's containerd configuration" in main.content_string
+
+
+def test_cdi_spec_generated_once_the_driver_is_loaded(host):
+    """Converge ran with the driver not loaded (no spec, no failure); after the "reboot" the
+    role generated the spec with nvidia-ctk and it names the 4 GPUs NVML reports."""
+    result = json.loads(host.file("/var/tmp/gpuops-cdi-result.json").content_string)
+    assert result["driver"]["loaded"] is True
+    assert result["stale"] is False and result["findings"] == []
+    assert result["spec_files"] == ["/var/run/cdi/nvidia.yaml"]
+    uuids = json.loads(host.check_output(
+        "python3 -c 'import json, pynvml; pynvml.nvmlInit(); "
+        "print(json.dumps([pynvml.nvmlDeviceGetUUID(pynvml.nvmlDeviceGetHandleByIndex(i)) "
+        "for i in range(pynvml.nvmlDeviceGetCount())]))'"))
+    assert len(uuids) == 4
+    spec = yaml.safe_load(host.file("/var/run/cdi/nvidia.yaml").content_string)
+    assert spec["kind"] == "nvidia.com/gpu"
+    assert {device["name"] for device in spec["devices"]} == {"0", "1", "2", "3", "all"} | set(uuids)
+    calls = [line for line in host.file("/var/log/gpuops-fake-nvidia-toolkit.log").content_string.splitlines()
+             if " nvidia-ctk cdi generate" in line]
+    # not at converge (driver not loaded), not at the idempotence run: once, after the reboot
+    assert len(calls) == 1 and calls[0].endswith("nvidia-ctk cdi generate --output=/var/run/cdi/nvidia.yaml")
+
+
+def test_no_refresh_units_in_toolkit_117(host):
+    assert not host.file("/usr/lib/systemd/system/nvidia-cdi-refresh.path").exists

@@ -1,5 +1,8 @@
 """Debian 13, containerd 1.7 under systemd, after the toolkit role with CDI and nvidia default."""
+import json
 import tomllib
+
+import yaml
 
 
 def test_newest_toolkit_installed(host):
@@ -25,3 +28,46 @@ def test_toolkit_in_cdi_mode(host):
 def test_cri_plugin_loaded(host):
     assert any(line.split()[:2] == ["io.containerd.grpc.v1", "cri"] and line.split()[-1] == "ok"
                for line in host.check_output("ctr plugins ls").splitlines())
+
+
+def nvml_names(host):
+    """CDI names of the GPUs and MIG devices, as NVML on the node reports them."""
+    return set(json.loads(host.check_output("""python3 -c '
+import json, pynvml
+pynvml.nvmlInit()
+names = []
+for i in range(pynvml.nvmlDeviceGetCount()):
+    gpu = pynvml.nvmlDeviceGetHandleByIndex(i)
+    names += [str(i), pynvml.nvmlDeviceGetUUID(gpu)]
+    if pynvml.nvmlDeviceGetMigMode(gpu)[0] != 1:
+        continue
+    for j in range(pynvml.nvmlDeviceGetMaxMigDeviceCount(gpu)):
+        try:
+            mig = pynvml.nvmlDeviceGetMigDeviceHandleByIndex(gpu, j)
+        except pynvml.NVMLError:
+            continue
+        names += ["%d:%d" % (i, j), pynvml.nvmlDeviceGetUUID(mig)]
+print(json.dumps(names))'""")))
+
+
+def test_cdi_refresh_units_enabled(host):
+    assert host.service("nvidia-cdi-refresh.path").is_enabled
+    assert host.service("nvidia-cdi-refresh.path").is_running
+    assert host.service("nvidia-cdi-refresh.service").is_enabled
+
+
+def test_stale_spec_regenerated_after_the_mig_change(host):
+    names = nvml_names(host)
+    assert {"0:0", "0:1"} <= names and len([n for n in names if n.startswith("MIG-")]) == 2
+    result = json.loads(host.file("/var/tmp/gpuops-cdi-result.json").content_string)
+    assert result["stale"] is False and result["findings"] == []
+    spec = yaml.safe_load(host.file("/var/run/cdi/nvidia.yaml").content_string)
+    assert {device["name"] for device in spec["devices"]} == names | {"all"}
+    calls = [line for line in host.file("/var/log/gpuops-fake-nvidia-toolkit.log").content_string.splitlines()
+             if " nvidia-ctk cdi generate" in line]
+    # by nvidia-cdi-refresh.service: at converge (no spec yet) and after the MIG change; not at
+    # the idempotence run
+    assert len(calls) == 2
+    shown = host.check_output("systemctl show nvidia-cdi-refresh.service -p Result -p ExecMainStatus -p ExecMainStartTimestamp")
+    props = dict(line.split("=", 1) for line in shown.splitlines())
+    assert props["Result"] == "success" and props["ExecMainStatus"] == "0" and props["ExecMainStartTimestamp"]

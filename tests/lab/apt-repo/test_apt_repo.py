@@ -11,11 +11,13 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import time
 import tomllib
 from pathlib import Path
 
 import pytest
+import yaml
 
 HERE = Path(__file__).resolve().parent
 BUILD = HERE / "build"
@@ -597,3 +599,48 @@ def test_serve_roundtrip(repo, tmp_path):
         not Path(f"/proc/{pid}").exists()
         or Path(f"/proc/{pid}/stat").read_text().split(") ")[1][0] == "Z"
     )
+
+
+WITH_GPUS = HERE.parent / "with-gpus"
+
+
+def cdi_standin(base, profile, *args):
+    """Run the toolkit placeholder's `nvidia-ctk cdi` stand-in on a simulated node, with the
+    test's interpreter (it has pynvml) first on PATH."""
+    return run(WITH_GPUS, "--fresh", profile, "--", "sh", base / "usr/bin/nvidia-ctk", "cdi", *args,
+               env={**os.environ, "PATH": os.pathsep.join([os.path.dirname(sys.executable), os.environ["PATH"]])})
+
+
+@pytest.mark.parametrize("version", TOOLKIT_VERSIONS)
+def test_toolkit_cdi_standin_generates_from_nvml(repo, tmp_path, version):
+    base = extract(repo, tmp_path, "toolkit/stable/deb/amd64", "nvidia-container-toolkit-base", version)
+    standin = base / "usr/lib/gpuops-fake-toolkit/nvidia-ctk-cdi"
+    nvidia_ctk = base / "usr/bin/nvidia-ctk"
+    # the stub execs the stand-in at its installed path: point it at the extracted one
+    nvidia_ctk.write_text(nvidia_ctk.read_text().replace(
+        "/usr/bin/python3 /usr/lib/gpuops-fake-toolkit/nvidia-ctk-cdi", f"python3 {standin}"))
+    out = tmp_path / "run/cdi/nvidia.yaml"
+    res = cdi_standin(base, "l40s-x4", "generate", f"--output={out}")
+    assert res.returncode == 0, res.stderr
+    spec = yaml.safe_load(out.read_text())
+    names = [device["name"] for device in spec["devices"]]
+    assert spec["kind"] == "nvidia.com/gpu" and spec["cdiVersion"] == "0.5.0"
+    assert names[:1] == ["0"] and names[-1] == "all" and len(names) == 9
+    assert sum(name.startswith("GPU-") for name in names) == 4
+    assert spec["devices"][0]["containerEdits"]["deviceNodes"] == [{"path": "/dev/nvidia0"}]
+
+    out.unlink()
+    res = cdi_standin(base, "driver-not-loaded", "generate", f"--output={out}")
+    assert res.returncode == 1 and "failed to initialize NVML" in res.stderr
+    assert not out.exists()
+
+    res = cdi_standin(base, "l40s-x4", "generate", "--device-name-strategy=bogus")
+    assert res.returncode == 1 and "invalid device name strategy" in res.stderr
+
+    units = base / "usr/lib/systemd/system"
+    if version.startswith("1.17."):
+        assert not units.exists()
+    else:
+        service = (units / "nvidia-cdi-refresh.service").read_text()
+        assert "ExecStart=/usr/bin/nvidia-ctk cdi generate --output=/var/run/cdi/nvidia.yaml" in service
+        assert "Unit=nvidia-cdi-refresh.service" in (units / "nvidia-cdi-refresh.path").read_text()

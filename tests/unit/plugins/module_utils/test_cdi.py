@@ -27,6 +27,14 @@ def test_expected_names():
     assert cdi.expected_names(GPUS) == {"all", "0", "GPU-aaaa", "0:0", "MIG-a0", "0:1", "MIG-a1", "1", "GPU-bbbb"}
 
 
+def test_mig_devices_named_by_their_handle_index():
+    """nvidia-ctk names MIG devices by the MIG handle index NVML gave them, which can skip numbers
+    (a destroyed instance leaves a hole)."""
+    devices = [{"index": 0, "uuid": "MIG-c0"}, {"index": 2, "uuid": "MIG-c2"}]
+    gpus = [{"index": 3, "uuid": "GPU-c", "mig": {"devices": devices}}]
+    assert cdi.expected_names(gpus) == {"all", "3", "GPU-c", "3:0", "MIG-c0", "3:2", "MIG-c2"}
+
+
 def test_current_spec_is_clean(tmp_path):
     (tmp_path / "dev").mkdir()
     (tmp_path / "dev" / "nvidiactl").write_text("")

@@ -41,6 +41,8 @@ def get(tree, path):
     return tree
 
 
+CDI_KEYS = ("enable_cdi", "cdi_spec_dirs")
+
 CASES = [
     # fixture, containerd version, config version
     ("containerd-1.6-default.toml", "1.6.20", 2),
@@ -52,6 +54,10 @@ CASES = [
     ("v1-legacy.toml", "1.6.20", 1),
     ("containerd-2.0-v3.toml", "2.0.5", 3),
     ("containerd-2.0-v3.toml", "2.2.0", 3),
+    ("containerd-1.7-default.toml", "1.7.24", 2),
+    ("containerd-2.1-default.toml", "2.1.9", 3),
+    ("rke2-v3.toml", "2.0.5", 3),
+    ("rke2-v3.toml", "2.1.4", 3),
 ]
 
 
@@ -78,7 +84,11 @@ def test_in_place(name, version, config_version):
     for path, value in before.items():  # every original key and value survives
         if path[-1] == "default_runtime_name" or (len(path) > 5 and path[4] == "nvidia"):
             continue
+        if plan["cdi"] and path[-1] in CDI_KEYS:  # what CDI needs (1.7's default has enable_cdi = false)
+            continue
         assert after.get(path) == value, path
+    if plan["cdi"]:
+        assert get(data(plan["main"]), cri)["enable_cdi"] is True
     # comments of the user's file survive
     for line in original.splitlines():
         if line.strip().startswith("#"):
@@ -108,11 +118,13 @@ def test_drop_in(name, version, config_version):
     if not containerd.imports_merge(containerd.parse_version(version)):
         # before 2.1 the drop-in replaces the CRI section: it must carry all of it
         for path, value in flatten(original_cri).items():
-            if len(path) > 2 and path[2] == "nvidia":
+            if (len(path) > 2 and path[2] == "nvidia") or (plan["cdi"] and path[-1] in CDI_KEYS):
                 continue
             assert flatten(get(drop, cri)).get(path) == value, path
     else:
         assert set(get(drop, cri)) <= {"containerd", "enable_cdi", "cdi_spec_dirs"}
+    if plan["cdi"]:
+        assert get(drop, cri)["enable_cdi"] is True
     again = run(plan["main"], version, drop_in_path=DROP_IN)
     assert again["main"] == plan["main"] and again["drop_in"] == plan["drop_in"]
     restored = run(plan["main"], version, drop_in_path=DROP_IN, state="absent")
