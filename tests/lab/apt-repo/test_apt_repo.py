@@ -403,10 +403,13 @@ ALLOWED = [
     r"usr/share/doc/(?P<pkg>[^/]+)/README\.gpuops-fake",
     r"usr/lib/gpuops-fake-(cuda|toolkit)-repo/(?P<pkg>[^/]+)\.txt",
     r"etc/apt/preferences\.d/nvidia-driver-pinning-[0-9.]+\.pref",
-    r"usr/bin/(nvidia-ctk|nvidia-container-runtime|nvidia-container-runtime-hook|nvidia-container-cli)",
+    r"usr/bin/(nvidia-ctk|nvidia-cdi-hook|nvidia-container-runtime|nvidia-container-runtime-hook|nvidia-container-cli)",
     r"etc/nvidia-container-runtime/config\.toml",
     # placeholder service units, so roles can enable the services NVIDIA's packages ship
     r"usr/lib/systemd/system/(nvidia-persistenced|nvidia-fabricmanager)\.service",
+    # the toolkit's CDI refresh units (1.18) and the lab's `nvidia-ctk cdi` stand-in
+    r"usr/lib/systemd/system/nvidia-cdi-refresh\.(service|path)",
+    r"usr/lib/gpuops-fake-toolkit/nvidia-ctk-cdi",
 ]
 
 
