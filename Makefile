@@ -31,7 +31,7 @@ COLLECTION_SOURCES := galaxy.yml README.md LICENSE $(shell find meta plugins rol
 	changelogs -type f -not -path '*/__pycache__/*' 2>/dev/null)
 
 .PHONY: help lab lab-down test deps apt venv fake-nvml images collection sanity lint units \
-	lab-tests integration molecule clean ansible-test-env apt-repo containerd-releases
+	lab-tests integration molecule clean ansible-test-env apt-repo runtime-binaries
 
 help:
 	@echo "make lab      run the site playbook on the built-in lab (simulated GPU nodes)"
@@ -120,12 +120,13 @@ lab-tests: fake-nvml apt
 molecule: images fake-nvml collection apt-repo
 	$(BIN)/molecule test --all
 
-# containerd 1.7 and 2.x binaries from Debian 13 / unstable, for `config dump` checks
-containerd-releases: apt
-	tests/lab/containerd-releases $(BUILD)/containerd
+# containerd 1.7 / 2.x and dockerd 20.10 / 26 from other Debian releases, for the runtimes' own
+# configuration checks
+runtime-binaries: apt
+	tests/lab/runtime-binaries $(BUILD)/runtimes
 
-integration: fake-nvml collection containerd-releases
-	GPUOPS_CONTAINERD_RELEASES=$(CURDIR)/$(BUILD)/containerd $(BIN)/pytest -q -p no:cacheprovider tests/integration
+integration: fake-nvml collection runtime-binaries
+	GPUOPS_RUNTIME_BINARIES=$(CURDIR)/$(BUILD)/runtimes $(BIN)/pytest -q -p no:cacheprovider tests/integration
 
 clean:
 	rm -rf $(BUILD)

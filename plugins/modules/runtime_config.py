@@ -66,7 +66,7 @@ options:
   enable_cdi:
     description:
       - Enable the Container Device Interface. C(auto) skips it with a warning where the runtime
-        cannot do it (containerd before 1.7), where C(true) fails.
+        cannot do it (containerd before 1.7, Docker before 25), where C(true) fails.
     type: str
     choices: ['true', 'false', auto]
     default: 'true'
@@ -85,7 +85,10 @@ options:
     type: bool
     default: false
   validate:
-    description: Check the planned configuration with the runtime's own parser (C(containerd config dump)) when its binary is present.
+    description:
+      - Check the planned configuration with the runtime's own parser when its binary is present
+        (C(containerd config dump); C(dockerd --validate), Docker 23 and later), before the live
+        file changes. An invalid result is never installed.
     type: bool
     default: true
   containerd_version:
@@ -143,6 +146,11 @@ config_version:
   returned: when runtime is containerd
   type: int
   sample: 2
+docker_version:
+  description: The version of the installed dockerd (Docker only; null when it is not installed).
+  returned: when runtime is docker
+  type: str
+  sample: 26.1.5
 restart_required:
   description: True when a file changed, so the runtime must be restarted to use it.
   returned: always
@@ -217,12 +225,26 @@ def _plan_crio(params, config_path, drop_in_path):
     return [(drop_in_path, current, after)], [], {}
 
 
-def _plan_docker(params, config_path):
+def _plan_docker(module, params, config_path):
+    binary = module.get_bin_path("dockerd")
+    version = None
+    if binary:
+        _rc, out, _err = module.run_command([binary, "--version"], check_rc=True)
+        version = docker.parse_version(out)
+    enable_cdi, cdi_warning = docker.cdi_decision(params["enable_cdi"], version)
     current = files.read_text(config_path)
     result = docker.configure(current, runtime_name=params["runtime_name"], runtime_path=params["runtime_path"],
-                              set_as_default=params["set_as_default"], enable_cdi=params["enable_cdi"] != "false",
+                              set_as_default=params["set_as_default"], enable_cdi=enable_cdi,
                               state=params["state"], source=config_path)
-    return [(config_path, current, result["text"])], result["warnings"], {}
+    warnings = list(result["warnings"]) + ([cdi_warning] if cdi_warning else [])
+    if params["validate"] and binary and result["text"] != current:
+        problems, notes = docker.validate(module.run_command, binary, result["text"], version)
+        if problems:
+            module.fail_json(msg="the planned Docker configuration is not valid, nothing was changed: %s"
+                                 % "; ".join(problems))
+        warnings += notes
+    shown = ".".join(str(part) for part in version) if version else None
+    return [(config_path, current, result["text"])], warnings, {"docker_version": shown}
 
 
 def main():
@@ -260,7 +282,7 @@ def main():
         elif runtime == "crio":
             changes, warnings, extra = _plan_crio(params, config_path, drop_in_path)
         else:
-            changes, warnings, extra = _plan_docker(params, config_path)
+            changes, warnings, extra = _plan_docker(module, params, config_path)
     except ConfigError as exc:
         module.fail_json(msg=str(exc))
 

@@ -2,7 +2,8 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """gpuops.nvidia.runtime_config through `ansible localhost -m`, with the real containerd of
 this machine (Debian 12: 1.6) checking every produced configuration with `config dump`, and the
-containerd binaries of Debian 13 (1.7) and unstable (2.x) fetched by tests/lab/containerd-releases."""
+containerd binaries of Debian 13 (1.7) and unstable (2.x) and the dockerd of Debian 12 (20.10) and
+13 (26), fetched by tests/lab/runtime-binaries."""
 from __future__ import annotations
 
 import json
@@ -21,7 +22,7 @@ pytestmark = pytest.mark.skipif(shutil.which("containerd") is None,
                                 reason="containerd is not installed (make test installs it)")
 
 
-RELEASES = os.environ.get("GPUOPS_CONTAINERD_RELEASES", os.path.join(REPO, ".build", "containerd"))
+RELEASES = os.environ.get("GPUOPS_RUNTIME_BINARIES", os.path.join(REPO, ".build", "runtimes"))
 
 
 def dump(config, binary="containerd"):
@@ -167,15 +168,26 @@ def test_unknown_runtime_is_refused(lab):
     assert "value of runtime must be one of: containerd, crio, docker" in result["msg"]
 
 
+def docker_env(suite):
+    """PATH with the dockerd (and docker-proxy, which --validate looks for) of a Debian suite."""
+    return {"PATH": os.pathsep.join([release(suite, "dockerd"), BIN, os.environ["PATH"]])}
+
+
 def test_docker_daemon_json_merge(lab, tmp_path):
+    """Merged into the operator's daemon.json and checked by Docker 26's `dockerd --validate`."""
     daemon = tmp_path / "daemon.json"
     original = {"registry-mirrors": ["https://mirror.internal.example"], "log-driver": "json-file",
                 "log-opts": {"max-size": "10m"}, "exec-opts": ["native.cgroupdriver=systemd"],
                 "runtimes": {"runsc": {"path": "/usr/local/bin/runsc"}}}
     daemon.write_text(json.dumps(original, indent=2) + "\n")
+    env = docker_env("trixie")
     result = lab.module("none", module="gpuops.nvidia.runtime_config",
-                        args="runtime=docker config_path=%s set_as_default=true" % daemon)
-    assert result["changed"] is True
+                        args="runtime=docker config_path=%s set_as_default=true" % daemon, env=env)
+    assert result["changed"] is True and result["docker_version"] == "26.1.5"
+    assert not result.get("warnings")  # validated: no "could not validate" note
+    validated = subprocess.run([os.path.join(release("trixie", "dockerd"), "dockerd"), "--validate", "--config-file",
+                                str(daemon)], capture_output=True, text=True, env={**os.environ, **env}, check=False)
+    assert validated.returncode == 0, validated.stderr
     merged = json.loads(daemon.read_text())
     assert merged["runtimes"]["nvidia"] == {"path": "/usr/bin/nvidia-container-runtime"}
     assert merged["default-runtime"] == "nvidia" and merged["features"]["cdi"] is True
@@ -220,13 +232,13 @@ def test_drop_in_gets_the_main_files_mode(lab, node):
     assert oct(os.stat(etc / "conf.d" / "99-nvidia.toml").st_mode & 0o777) == "0o600"
 
 
-def release(suite):
-    """Directory holding the containerd binary of a newer Debian suite."""
-    binary = os.path.join(RELEASES, suite, "containerd")
+def release(suite, name="containerd"):
+    """Directory holding a runtime binary of another Debian suite."""
+    binary = os.path.join(RELEASES, suite, name)
     if not os.access(binary, os.X_OK):
-        if "GPUOPS_CONTAINERD_RELEASES" in os.environ:  # make test fetches them: missing is a failure
-            pytest.fail("%s is missing (tests/lab/containerd-releases fetches it)" % binary)
-        pytest.skip("run tests/lab/containerd-releases %s first" % RELEASES)
+        if "GPUOPS_RUNTIME_BINARIES" in os.environ:  # make test fetches them: missing is a failure
+            pytest.fail("%s is missing (tests/lab/runtime-binaries fetches it)" % binary)
+        pytest.skip("run tests/lab/runtime-binaries %s first" % RELEASES)
     return os.path.dirname(binary)
 
 
@@ -285,3 +297,35 @@ def test_drop_in_with_containerd_17_and_2x(lab, node, suite, fixture):
     assert again["changed"] is False
     lab.module("none", module="gpuops.nvidia.runtime_config", args=args(etc, "state=absent"), env=env)
     assert dump(str(etc / "config.toml"), binary) == before
+
+
+def test_docker_invalid_result_is_never_installed(lab, tmp_path):
+    daemon = tmp_path / "daemon.json"
+    daemon.write_text('{\n  "log-level": "verbose",\n  "storage-driver": "overlay2"\n}\n')
+    before = daemon.read_text()
+    result = lab.module("none", module="gpuops.nvidia.runtime_config", args="runtime=docker config_path=%s" % daemon,
+                        env=docker_env("trixie"), expect_failure=True)
+    assert "the planned Docker configuration is not valid, nothing was changed" in result["msg"]
+    assert "invalid logging level: verbose" in result["msg"] and str(daemon) not in result["msg"]
+    assert daemon.read_text() == before
+
+
+def test_docker_20_10_has_no_cdi(lab, tmp_path):
+    """Debian 12's Docker 20.10: CDI required is refused before anything changes; auto skips it
+    with a warning (and says that this dockerd cannot validate)."""
+    daemon = tmp_path / "daemon.json"
+    daemon.write_text('{\n  "log-driver": "journald"\n}\n')
+    before = daemon.read_text()
+    env = docker_env("bookworm")
+    refused = lab.module("none", module="gpuops.nvidia.runtime_config",
+                         args="runtime=docker config_path=%s enable_cdi=true" % daemon, env=env, expect_failure=True)
+    assert "Docker 20.10.24 does not support CDI (features.cdi needs Docker 25 or newer)" in refused["msg"]
+    assert daemon.read_text() == before
+    auto = lab.module("none", module="gpuops.nvidia.runtime_config",
+                      args="runtime=docker config_path=%s enable_cdi=auto" % daemon, env=env)
+    assert auto["changed"] is True and auto["docker_version"] == "20.10.24"
+    assert any("does not support CDI" in w for w in auto["warnings"])
+    assert any("--validate needs Docker 23" in w for w in auto["warnings"])
+    merged = json.loads(daemon.read_text())
+    assert "features" not in merged and merged["log-driver"] == "journald"
+    assert merged["runtimes"]["nvidia"]["path"] == "/usr/bin/nvidia-container-runtime"

@@ -219,3 +219,54 @@ def configure(current_text, *, runtime_name=DEFAULT_RUNTIME_NAME, runtime_path=D
         if original.startswith(_BOM):
             text = _BOM + text
     return {"text": text, "changed": changed, "data": data, "warnings": warnings}
+
+
+# Docker understands "features": {"cdi": true} from 25.0; `dockerd --validate` exists from 23.0.
+CDI_MIN_VERSION = (25, 0)
+VALIDATE_MIN_VERSION = (23, 0)
+
+
+def parse_version(text):
+    """'Docker version 26.1.5+dfsg1, build 411e817' / '20.10.24' -> (26, 1, 5); None when unreadable."""
+    match = re.search(r"(\d+)\.(\d+)(?:\.(\d+))?", text or "")
+    if not match:
+        return None
+    return tuple(int(part or 0) for part in match.groups())
+
+
+def cdi_decision(enable_cdi, version):
+    """(set features.cdi?, warning or None) for enable_cdi 'true' | 'false' | 'auto' and Docker's
+    version (None: unknown, e.g. Docker is not installed yet). Raises ConfigError when CDI is
+    required on a Docker that cannot do it."""
+    if enable_cdi == "false":
+        return False, None
+    if version is None or version[:2] >= CDI_MIN_VERSION:
+        return True, None
+    shown = ".".join(str(part) for part in version)
+    if enable_cdi == "auto":
+        return False, "Docker %s does not support CDI (features.cdi needs Docker 25 or newer); CDI was skipped" % shown
+    raise ConfigError("Docker %s does not support CDI (features.cdi needs Docker 25 or newer); upgrade Docker, "
+                      "or set enable_cdi=auto to skip CDI on older Docker, or enable_cdi=false" % shown)
+
+
+def validate(run, binary, text, version):
+    """Check planned daemon.json text with `dockerd --validate` in a scratch directory (never the
+    live file). `run(argv)` returns (rc, stdout, stderr). Returns (problems, warnings)."""
+    import os
+    import shutil
+    import tempfile
+    if version is not None and version[:2] < VALIDATE_MIN_VERSION:
+        return [], ["dockerd %s cannot check a configuration (--validate needs Docker 23 or newer); "
+                    "the merged daemon.json was not validated" % ".".join(str(part) for part in version)]
+    scratch = tempfile.mkdtemp(prefix="gpuops-docker-")
+    try:
+        path = os.path.join(scratch, "daemon.json")
+        with open(path, "w", encoding="utf-8") as handle:
+            handle.write(text or "{}\n")
+        rc, out, err = run([binary, "--validate", "--config-file", path])
+        if rc != 0:
+            message = (err.strip() or out.strip()).replace(path, "the planned daemon.json")
+            return ["dockerd rejected the planned configuration: %s" % message], []
+        return [], []
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)

@@ -344,3 +344,56 @@ def test_errors_do_not_quote_the_file():
         docker.configure(broken)
     for secret in SECRETS:
         assert secret not in str(err.value)
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("Docker version 26.1.5+dfsg1, build 411e817", (26, 1, 5)),
+    ("Docker version 20.10.24+dfsg1, build 5d6db84", (20, 10, 24)),
+    ("Docker version 28.0, build abc", (28, 0, 0)),
+    ("dockerd: unknown", None),
+])
+def test_parse_version(text, expected):
+    assert docker.parse_version(text) == expected
+
+
+@pytest.mark.parametrize("enable_cdi, version, expected", [
+    ("true", (26, 1, 5), (True, None)),
+    ("auto", (25, 0, 0), (True, None)),
+    ("true", None, (True, None)),  # Docker not installed yet: configure for the one that will be
+    ("false", (26, 1, 5), (False, None)),
+    ("false", (20, 10, 24), (False, None)),
+])
+def test_cdi_decision(enable_cdi, version, expected):
+    assert docker.cdi_decision(enable_cdi, version) == expected
+
+
+def test_cdi_on_old_docker_fails_or_is_skipped():
+    with pytest.raises(ConfigError, match=r"Docker 20\.10\.24 does not support CDI .*Docker 25 .*enable_cdi=auto"):
+        docker.cdi_decision("true", (20, 10, 24))
+    enabled, warning = docker.cdi_decision("auto", (24, 0, 9))
+    assert enabled is False and "Docker 24.0.9 does not support CDI" in warning
+
+
+def test_validate_runs_dockerd_on_a_scratch_copy():
+    seen = {}
+
+    def run(argv):
+        seen["argv"] = argv
+        with open(argv[-1], encoding="utf-8") as handle:
+            seen["text"] = handle.read()
+        return 1, "", "unable to configure the Docker daemon with file %s: invalid logging level: verbose" % argv[-1]
+
+    problems, warnings = docker.validate(run, "/usr/sbin/dockerd", '{"log-level": "verbose"}\n', (26, 1, 5))
+    assert seen["argv"][:3] == ["/usr/sbin/dockerd", "--validate", "--config-file"]
+    assert seen["argv"][3] != "/etc/docker/daemon.json" and seen["text"] == '{"log-level": "verbose"}\n'
+    assert problems == ["dockerd rejected the planned configuration: unable to configure the Docker daemon with "
+                        "file the planned daemon.json: invalid logging level: verbose"]
+    assert warnings == []
+
+
+def test_validate_is_skipped_with_a_warning_before_docker_23():
+    def run(argv):
+        raise AssertionError("dockerd 20.10 has no --validate and must not be called")
+
+    problems, warnings = docker.validate(run, "/usr/sbin/dockerd", "{}\n", (20, 10, 24))
+    assert problems == [] and "--validate needs Docker 23" in warnings[0]
