@@ -243,8 +243,7 @@ def _plan_docker(module, params, config_path):
             module.fail_json(msg="the planned Docker configuration is not valid, nothing was changed: %s"
                                  % "; ".join(problems))
         warnings += notes
-    shown = ".".join(str(part) for part in version) if version else None
-    return [(config_path, current, result["text"])], warnings, {"docker_version": shown}
+    return [(config_path, current, result["text"])], warnings, {"docker_version": docker.format_version(version)}
 
 
 def main():

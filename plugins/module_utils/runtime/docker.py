@@ -234,6 +234,11 @@ def parse_version(text):
     return tuple(int(part or 0) for part in match.groups())
 
 
+def format_version(version):
+    """(26, 1, 5) -> '26.1.5'; None stays None."""
+    return ".".join(str(part) for part in version) if version else None
+
+
 def cdi_decision(enable_cdi, version):
     """(set features.cdi?, warning or None) for enable_cdi 'true' | 'false' | 'auto' and Docker's
     version (None: unknown, e.g. Docker is not installed yet). Raises ConfigError when CDI is
@@ -242,7 +247,7 @@ def cdi_decision(enable_cdi, version):
         return False, None
     if version is None or version[:2] >= CDI_MIN_VERSION:
         return True, None
-    shown = ".".join(str(part) for part in version)
+    shown = format_version(version)
     if enable_cdi == "auto":
         return False, "Docker %s does not support CDI (features.cdi needs Docker 25 or newer); CDI was skipped" % shown
     raise ConfigError("Docker %s does not support CDI (features.cdi needs Docker 25 or newer); upgrade Docker, "
@@ -257,7 +262,7 @@ def validate(run, binary, text, version):
     import tempfile
     if version is not None and version[:2] < VALIDATE_MIN_VERSION:
         return [], ["dockerd %s cannot check a configuration (--validate needs Docker 23 or newer); "
-                    "the merged daemon.json was not validated" % ".".join(str(part) for part in version)]
+                    "the merged daemon.json was not validated" % format_version(version)]
     scratch = tempfile.mkdtemp(prefix="gpuops-docker-")
     try:
         path = os.path.join(scratch, "daemon.json")
