@@ -3,8 +3,9 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """CDI specs against the GPUs NVML reports: every GPU (and MIG device) must be named by index and
 by UUID, no device that is gone may still be listed, and the device nodes must exist. A spec
-left over from before a MIG change or a GPU swap is the classic failure. Pure functions, plus a
-reader of the spec directories."""
+left over from before a MIG change or a GPU swap is the classic failure. Pure functions, plus two
+readers of the host (the spec directories, and which device nodes exist), whose results the
+checker takes as data."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ import json
 import os
 
 __metaclass__ = type
+
+from ansible_collections.gpuops.nvidia.plugins.module_utils import findings as fnd
 
 try:
     import yaml
@@ -61,18 +64,38 @@ def read_specs(directories, root: str = "/") -> tuple:
     return specs, problems
 
 
-def _finding(code, severity, message, fix, **extra):
-    item = {"code": code, "severity": severity, "message": message, "fix": fix}
-    item.update(extra)
-    return item
+def _finding(code, severity, message, fix, subject="CDI spec", **extra):
+    return fnd.finding(code, severity, message, fix, subject=subject, **extra)
 
 
-def check(specs: list, problems: list, gpus: list, kind: str = "nvidia.com/gpu", root: str = "/",
-          check_nodes: bool = True) -> dict:
-    """Findings for the specs of one kind against the GPUs. Returns
-    {'findings', 'stale', 'listed', 'expected', 'spec_files'}."""
+def device_nodes(specs: list, kind: str = "nvidia.com/gpu") -> list:
+    """The host paths of every device node the specs of one kind give containers."""
+    paths = set()
+    for spec in specs:
+        if spec["data"].get("kind") != kind:
+            continue
+        edits = [spec["data"].get("containerEdits") or {}]
+        edits += [device.get("containerEdits") or {} for device in spec["data"].get("devices") or []]
+        for edit in edits:
+            for node in edit.get("deviceNodes") or []:
+                path = node.get("hostPath") or node.get("path")
+                if path:
+                    paths.add(path)
+    return sorted(paths)
+
+
+def present_paths(paths, root: str = "/") -> set:
+    """The paths (host paths, read under root) that exist."""
+    return {path for path in paths if os.path.exists(os.path.join(root, path.lstrip("/")))}
+
+
+def check(specs: list, problems: list, gpus: list, kind: str = "nvidia.com/gpu", present_nodes=None) -> dict:
+    """Findings for the specs of one kind against the GPUs. present_nodes is the set of device
+    node paths that exist on the host (see device_nodes() and present_paths()); None skips the
+    device-node check. Returns {'findings', 'stale', 'listed', 'expected', 'spec_files'}."""
     findings = [_finding("cdi_spec_unreadable", "error", "CDI spec %s cannot be read: %s" % (p["path"], p["error"]),
-                         "regenerate it (nvidia-ctk cdi generate) or remove it", path=p["path"]) for p in problems]
+                         "regenerate it (nvidia-ctk cdi generate) or remove it", subject=p["path"], path=p["path"])
+                for p in problems]
     ours = [spec for spec in specs if spec["data"].get("kind") == kind]
     expected = expected_names(gpus) if gpus else set()
     listed = set()
@@ -104,22 +127,14 @@ def check(specs: list, problems: list, gpus: list, kind: str = "nvidia.com/gpu",
             "cdi_device_stale", "error",
             "the CDI spec still names %s, which NVML no longer reports" % ", ".join(gone),
             "regenerate the spec: containers asking for these devices would fail", devices=gone))
-    if check_nodes:
-        absent = set()
-        for spec in ours:
-            edits = [spec["data"].get("containerEdits") or {}]
-            edits += [device.get("containerEdits") or {} for device in spec["data"].get("devices") or []]
-            for edit in edits:
-                for node in edit.get("deviceNodes") or []:
-                    path = node.get("hostPath") or node.get("path")
-                    if path and not os.path.exists(os.path.join(root, path.lstrip("/"))):
-                        absent.add(path)
+    if present_nodes is not None:
+        absent = sorted(set(device_nodes(ours, kind)) - set(present_nodes))
         if absent:
             findings.append(_finding(
                 "cdi_device_node_missing", "error",
-                "device nodes in the CDI spec do not exist: %s" % ", ".join(sorted(absent)),
+                "device nodes in the CDI spec do not exist: %s" % ", ".join(absent),
                 "load the NVIDIA driver (nvidia-modprobe creates the nodes) and regenerate the spec",
-                paths=sorted(absent)))
+                paths=absent))
     stale = any(f["code"] in ("cdi_device_missing", "cdi_device_stale", "cdi_spec_missing") for f in findings)
-    return {"findings": findings, "stale": stale, "listed": sorted(listed), "expected": sorted(expected),
-            "spec_files": [spec["path"] for spec in ours]}
+    return {"findings": fnd.ordered(findings), "stale": stale, "listed": sorted(listed),
+            "expected": sorted(expected), "spec_files": [spec["path"] for spec in ours]}

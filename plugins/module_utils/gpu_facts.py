@@ -8,6 +8,7 @@ from __future__ import annotations
 
 __metaclass__ = type
 
+from ansible_collections.gpuops.nvidia.plugins.module_utils import findings as fnd
 from ansible_collections.gpuops.nvidia.plugins.module_utils import health, kernel, nvml
 
 
@@ -49,12 +50,12 @@ def gather(host_root: str = "/", xid_wait_ms: int = 0, kernel_log: bool = True) 
         unclaimed = merge_kernel_xids(node["gpus"], kernel.parse_xid_records(lines))
     findings = health.node_findings(driver, node["gpus"])
     for record in unclaimed:
-        findings.append({
-            "code": "xid", "severity": "error", "gpu": None, "uuid": None, "xid": record["xid"],
-            "message": "the kernel logged XID %d for PCI device %s, which NVML does not list"
-                       % (record["xid"], record["bus_id"]),
-            "hint": "the GPU may have fallen off the bus; drain and reboot the node",
-        })
+        findings.append(fnd.finding(
+            "xid", "error",
+            "the kernel logged XID %d for PCI device %s, which NVML does not list" % (record["xid"], record["bus_id"]),
+            "the GPU may have fallen off the bus; drain and reboot the node",
+            subject=record["bus_id"], gpu=None, uuid=None, xid=record["xid"], bus_id=record["bus_id"]))
+    findings = fnd.ordered(findings)
     summary = health.summarize(findings)
     return {
         "driver": driver,

@@ -3,12 +3,14 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Health findings for a GPU node, computed from a gpu_info snapshot. Pure functions.
 
-Each finding is a dict: code, severity (error | warning | info), gpu (index or None for the
-node), uuid, message (what is wrong, in an operator's words) and hint (what to do)."""
+Findings have the collection's one shape (module_utils/findings.py: code, severity, message,
+fix, subject), plus gpu (index, or None for the node) and uuid."""
 
 from __future__ import annotations
 
 __metaclass__ = type
+
+from ansible_collections.gpuops.nvidia.plugins.module_utils import findings as fnd
 
 # XID meanings from NVIDIA's XID catalogue (the ones seen on datacenter fleets), and whether the
 # XID means the GPU needs attention before it takes work again.
@@ -32,8 +34,6 @@ XID_CATALOG = {
     120: ("GSP error", True, "drain the node and reset the GPU; update the driver if it recurs"),
 }
 
-SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
-
 _THROTTLE_FINDINGS = {
     "hw_slowdown": ("throttle_hw_slowdown", "warning",
                     "hardware slowdown is active (clocks cut by half or more)",
@@ -53,17 +53,9 @@ _THROTTLE_FINDINGS = {
 }
 
 
-def _finding(code: str, severity: str, gpu: dict | None, message: str, hint: str, **extra) -> dict:
-    item = {
-        "code": code,
-        "severity": severity,
-        "gpu": gpu.get("index") if gpu else None,
-        "uuid": gpu.get("uuid") if gpu else None,
-        "message": message,
-        "hint": hint,
-    }
-    item.update(extra)
-    return item
+def _finding(code: str, severity: str, gpu: dict | None, message: str, fix: str, **extra) -> dict:
+    return fnd.finding(code, severity, message, fix, subject=fnd.gpu_subject(gpu),
+                       gpu=gpu.get("index") if gpu else None, uuid=gpu.get("uuid") if gpu else None, **extra)
 
 
 def _label(gpu: dict) -> str:
@@ -150,11 +142,11 @@ def _nvlink_findings(gpu: dict) -> list:
 def _xid_findings(gpu: dict) -> list:
     found = []
     for xid in sorted(set(gpu.get("xids") or [])):
-        meaning, critical, hint = XID_CATALOG.get(
+        meaning, critical, fix = XID_CATALOG.get(
             xid, ("XID %d" % xid, True, "look the XID up in NVIDIA's XID catalogue"))
         found.append(_finding(
             "xid", "error" if critical else "warning", gpu,
-            "%s reported XID %d: %s" % (_label(gpu), xid, meaning), hint, xid=xid))
+            "%s reported XID %d: %s" % (_label(gpu), xid, meaning), fix, xid=xid))
     return found
 
 
@@ -164,8 +156,8 @@ def _throttle_findings(gpu: dict) -> list:
         spec = _THROTTLE_FINDINGS.get(reason)
         if spec and spec[0] not in seen:
             seen.add(spec[0])
-            code, severity, text, hint = spec
-            found.append(_finding(code, severity, gpu, "%s: %s" % (_label(gpu), text), hint,
+            code, severity, text, fix = spec
+            found.append(_finding(code, severity, gpu, "%s: %s" % (_label(gpu), text), fix,
                                   reason=reason))
     return found
 
@@ -182,7 +174,7 @@ def gpu_findings(gpu: dict) -> list:
     for check in (_pcie_findings, _xid_findings, _ecc_findings, _remap_findings,
                   _throttle_findings, _nvlink_findings):
         found.extend(check(gpu))
-    return sorted(found, key=lambda item: SEVERITY_ORDER[item["severity"]])
+    return fnd.ordered(found)
 
 
 def node_findings(driver: dict, gpus: list) -> list:
@@ -190,7 +182,7 @@ def node_findings(driver: dict, gpus: list) -> list:
     found = []
     if not driver.get("loaded"):
         reason = driver.get("reason")
-        hints = {
+        fixes = {
             "library_not_found": ("the NVIDIA driver is not installed (libnvidia-ml.so.1 not found)",
                                   "install the driver with the gpuops.nvidia driver role"),
             "driver_not_loaded": ("the NVIDIA driver is installed but its kernel module is not loaded",
@@ -200,17 +192,15 @@ def node_findings(driver: dict, gpus: list) -> list:
                                  "different driver versions",
                                  "reboot the node so the newly installed driver module loads"),
         }
-        message, hint = hints.get(reason, ("NVML could not be initialised: %s" % driver.get("message"),
-                                           "check the driver installation and dmesg"))
-        found.append(_finding(reason or "nvml_unavailable", "error", None, message, hint))
+        message, fix = fixes.get(reason, ("NVML could not be initialised: %s" % driver.get("message"),
+                                          "check the driver installation and dmesg"))
+        found.append(_finding(reason or "nvml_unavailable", "error", None, message, fix))
     for gpu in gpus:
         found.extend(gpu_findings(gpu))
     return found
 
 
-def summarize(findings: list) -> dict:
+def summarize(items: list) -> dict:
     """Counts by severity, and whether the node is healthy (no errors or warnings)."""
-    counts = {"error": 0, "warning": 0, "info": 0}
-    for item in findings:
-        counts[item["severity"]] = counts.get(item["severity"], 0) + 1
-    return {"healthy": counts["error"] == 0 and counts["warning"] == 0, "counts": counts}
+    found = fnd.summary(items)
+    return {"healthy": found["healthy"], "counts": found["counts"]}

@@ -108,9 +108,10 @@ def main():
     if not cdi.HAS_YAML:
         module.fail_json(msg=missing_required_lib("PyYAML"))
     node = nvml.read_node()
-    specs, problems = cdi.read_specs(module.params["spec_dirs"], module.params["host_root"])
-    report = cdi.check(specs, problems, node["gpus"], kind=module.params["kind"], root=module.params["host_root"],
-                       check_nodes=module.params["check_device_nodes"])
+    root, kind = module.params["host_root"], module.params["kind"]
+    specs, problems = cdi.read_specs(module.params["spec_dirs"], root)
+    present = cdi.present_paths(cdi.device_nodes(specs, kind), root) if module.params["check_device_nodes"] else None
+    report = cdi.check(specs, problems, node["gpus"], kind=kind, present_nodes=present)
     module.exit_json(changed=False, driver=node["driver"], **report)
 
 

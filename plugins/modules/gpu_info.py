@@ -13,7 +13,7 @@ module: gpu_info
 short_description: Report the NVIDIA driver, GPUs, topology and GPU health of a host
 version_added: 0.1.0
 description:
-  - Reads the NVIDIA driver state and every GPU's facts through NVML (the C{pynvml} bindings
+  - Reads the NVIDIA driver state and every GPU's facts through NVML (the C(pynvml) bindings
     from the C(nvidia-ml-py) package), the loaded kernel module from procfs/sysfs, and XID
     errors from NVML events and the kernel log.
   - Works on hosts with or without a working driver. When NVML cannot be opened, the module does
@@ -21,7 +21,8 @@ description:
     C(version_mismatch), C(no_permission) or C(nvml_error)).
   - Computes health findings (degraded PCIe link, XIDs, uncorrectable ECC errors, row-remap
     failure or pending remap, clock throttling, NVLink down, lost GPUs, driver not usable), each
-    with a code, the GPU, a message and a hint.
+    in the collection's one finding shape: code, severity, subject (C(node) or C(GPU N)), message
+    and fix, plus the GPU's index and UUID.
   - Changes nothing on the host.
 author:
   - gpuops.nvidia maintainers (@gpuops)
@@ -159,17 +160,18 @@ topology:
       pcie: NODE
       description: NVLink; PCIe across host bridges within one NUMA node
 health:
-  description: Health findings, errors first within each GPU.
+  description: Health findings of the whole node, errors first, then warnings, then info.
   returned: always
   type: list
   elements: dict
   sample:
     - code: pcie_link_degraded
       severity: warning
+      subject: GPU 2
       gpu: 2
       uuid: GPU-...
       message: GPU 2 (NVIDIA H100 80GB HBM3, 00000000:3a:00.0) runs its PCIe link at x8 Gen3, below its maximum x16 Gen5
-      hint: reseat the GPU or riser and check the slot
+      fix: reseat the GPU or riser and check the slot
 healthy:
   description: True when there is no error or warning finding.
   returned: always

@@ -90,7 +90,7 @@ def test_faults_are_findings(lab):
     assert result["healthy"] is False
     assert result["health_counts"] == {"error": 8, "warning": 3, "info": 1}
     for finding in result["health"]:
-        assert finding["message"] and finding["hint"]
+        assert finding["message"] and finding["fix"] and finding["subject"]
         assert finding["uuid"] or finding["code"] == "gpu_lost"
 
 

@@ -19,12 +19,16 @@ def spec(names, nodes=("/dev/nvidiactl",), kind="nvidia.com/gpu", path="/var/run
                                    "containerEdits": {"deviceNodes": [{"path": n} for n in nodes]}}}
 
 
+# What nvidia-ctk names for GPUS, written out by hand (the lost GPU 2 is not listed)
+NAMES = ["all", "0", "GPU-aaaa", "0:0", "MIG-a0", "0:1", "MIG-a1", "1", "GPU-bbbb"]
+
+
 def codes(report):
     return [f["code"] for f in report["findings"]]
 
 
 def test_expected_names():
-    assert cdi.expected_names(GPUS) == {"all", "0", "GPU-aaaa", "0:0", "MIG-a0", "0:1", "MIG-a1", "1", "GPU-bbbb"}
+    assert cdi.expected_names(GPUS) == set(NAMES)
 
 
 def test_mig_devices_named_by_their_handle_index():
@@ -35,36 +39,41 @@ def test_mig_devices_named_by_their_handle_index():
     assert cdi.expected_names(gpus) == {"all", "3", "GPU-c", "3:0", "MIG-c0", "3:2", "MIG-c2"}
 
 
-def test_current_spec_is_clean(tmp_path):
-    (tmp_path / "dev").mkdir()
-    (tmp_path / "dev" / "nvidiactl").write_text("")
-    report = cdi.check([spec(cdi.expected_names(GPUS))], [], GPUS, root=str(tmp_path))
+def test_current_spec_is_clean():
+    report = cdi.check([spec(NAMES)], [], GPUS, present_nodes={"/dev/nvidiactl"})
     assert report["findings"] == [] and report["stale"] is False
 
 
 @pytest.mark.parametrize("names, code, devices", [
     (["all", "0", "GPU-aaaa", "1", "GPU-bbbb"], "cdi_device_missing", ["0:0", "0:1", "MIG-a0", "MIG-a1"]),
-    (list(cdi.expected_names(GPUS)) + ["2", "GPU-cccc"], "cdi_device_stale", ["2", "GPU-cccc"]),
+    (NAMES + ["2", "GPU-cccc"], "cdi_device_stale", ["2", "GPU-cccc"]),
 ])
-def test_stale_specs(tmp_path, names, code, devices):
-    report = cdi.check([spec(names)], [], GPUS, root=str(tmp_path), check_nodes=False)
+def test_stale_specs(names, code, devices):
+    report = cdi.check([spec(names)], [], GPUS)
     assert codes(report) == [code] and report["stale"] is True
     assert report["findings"][0]["devices"] == devices
 
 
-def test_missing_spec_duplicate_kind_and_other_kinds(tmp_path):
-    assert codes(cdi.check([spec(["0"], kind="vendor.com/fpga")], [], GPUS, check_nodes=False)) == ["cdi_spec_missing"]
-    both = cdi.check([spec(cdi.expected_names(GPUS)), spec(cdi.expected_names(GPUS), path="/etc/cdi/nvidia.yaml")],
-                     [], GPUS, check_nodes=False)
+def test_missing_spec_duplicate_kind_and_other_kinds():
+    assert codes(cdi.check([spec(["0"], kind="vendor.com/fpga")], [], GPUS)) == ["cdi_spec_missing"]
+    both = cdi.check([spec(NAMES), spec(NAMES, path="/etc/cdi/nvidia.yaml")], [], GPUS)
     assert codes(both) == ["cdi_spec_duplicate"]
 
 
-def test_device_nodes(tmp_path):
-    report = cdi.check([spec(cdi.expected_names(GPUS), nodes=("/dev/nvidiactl", "/dev/nvidia-uvm"))], [], GPUS,
-                       root=str(tmp_path))
+def test_device_nodes_are_data():
+    specs = [spec(NAMES, nodes=("/dev/nvidiactl", "/dev/nvidia-uvm"))]
+    assert cdi.device_nodes(specs) == ["/dev/nvidia-uvm", "/dev/nvidiactl"]
+    report = cdi.check(specs, [], GPUS, present_nodes={"/dev/nvidiactl"})
     assert codes(report) == ["cdi_device_node_missing"]
-    assert report["findings"][0]["paths"] == ["/dev/nvidia-uvm", "/dev/nvidiactl"]
+    assert report["findings"][0]["paths"] == ["/dev/nvidia-uvm"]
     assert report["stale"] is False
+    assert codes(cdi.check(specs, [], GPUS, present_nodes=None)) == []
+
+
+def test_present_paths_reads_under_the_root(tmp_path):
+    (tmp_path / "dev").mkdir()
+    (tmp_path / "dev" / "nvidiactl").write_text("")
+    assert cdi.present_paths(["/dev/nvidiactl", "/dev/nvidia-uvm"], str(tmp_path)) == {"/dev/nvidiactl"}
 
 
 def test_read_specs(tmp_path):
@@ -75,4 +84,6 @@ def test_read_specs(tmp_path):
     specs, problems = cdi.read_specs(["/etc/cdi", "/var/run/cdi"], str(tmp_path))
     assert [s["path"] for s in specs] == ["/etc/cdi/nvidia.yaml", "/etc/cdi/other.json"]
     assert [p["path"] for p in problems] == ["/etc/cdi/broken.yaml"]
-    assert codes(cdi.check(specs, problems, GPUS, check_nodes=False))[0] == "cdi_spec_unreadable"
+    report = cdi.check(specs, problems, GPUS)
+    assert codes(report)[0] == "cdi_spec_unreadable"
+    assert report["findings"][0]["subject"] == "/etc/cdi/broken.yaml"

@@ -78,7 +78,7 @@ def test_finding_names_the_gpu_and_what_to_do():
     assert finding["uuid"] == HEALTHY_GPU["uuid"]
     assert "GPU 3 (NVIDIA H100 80GB HBM3, 00000000:5d:00.0)" in finding["message"]
     assert "x8 Gen3" in finding["message"] and "x16 Gen5" in finding["message"]
-    assert finding["hint"]
+    assert finding["fix"] and finding["subject"].startswith("GPU ")
     assert finding["current"] == {"gen": 3, "width": 8}
 
 
@@ -98,7 +98,7 @@ def test_nvlink_finding_lists_links():
 def test_node_findings_driver(reason, code):
     found = health.node_findings({"loaded": False, "reason": reason, "message": "x"}, [])
     assert codes(found) == [(code, "error")]
-    assert found[0]["gpu"] is None and found[0]["hint"]
+    assert found[0]["gpu"] is None and found[0]["fix"] and found[0]["subject"] == "node"
 
 
 def test_node_findings_collects_every_gpu():

@@ -1,0 +1,59 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpuops.nvidia contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Filters over findings (module_utils/findings.py), so roles and templates print them the one
+way the modules build them."""
+
+from __future__ import annotations
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+name: finding_lines
+short_description: Findings as lines of text, errors first
+version_added: 0.1.0
+description:
+  - Turns a list of findings (as M(gpuops.nvidia.gpu_info), M(gpuops.nvidia.preflight) and
+    M(gpuops.nvidia.cdi_spec_check) return them) into one line each,
+    C([severity] subject: message (fix: ...)), ordered by severity.
+author:
+  - gpuops.nvidia maintainers (@gpuops)
+options:
+  _input:
+    description: A list of findings.
+    type: list
+    elements: dict
+    required: true
+"""
+
+EXAMPLES = r"""
+- name: Print the pre-flight findings
+  ansible.builtin.debug:
+    msg: "{{ preflight.findings | gpuops.nvidia.finding_lines }}"
+"""
+
+RETURN = r"""
+_value:
+  description: One line per finding, errors first.
+  type: list
+  elements: str
+"""
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.gpuops.nvidia.plugins.module_utils import findings
+
+
+def finding_lines(items):
+    if not isinstance(items, list) or not all(isinstance(item, dict) for item in items):
+        raise AnsibleFilterError("finding_lines expects a list of findings (dicts), got %s" % type(items).__name__)
+    try:
+        return findings.lines(items)
+    except KeyError as exc:
+        raise AnsibleFilterError("finding_lines: a finding lacks the key %s" % exc)
+
+
+class FilterModule:
+    def filters(self):
+        return {"finding_lines": finding_lines}
