@@ -23,8 +23,13 @@ description:
   - Validates the result with C(containerd config dump) over the planned files in a scratch
     directory before anything replaces the live files; an invalid result is never installed.
   - Malformed existing files make the module fail with the file, line and parser message,
-    leaving them untouched. Credentials in existing configurations are masked in results and
-    diffs.
+    leaving them untouched. Options the runtime would misread fail with the option's name and
+    the fix, before anything changes; that includes an O(runtime_name) that is no valid
+    RuntimeClass handler name (a DNS label) or that would take over another runtime (C(runc),
+    C(crun), or a runtime the configuration already defines that is not NVIDIA's).
+  - Credentials are masked in diffs, warnings and messages: values of credential keys
+    (C(password), C(auth), C(token), C(Authorization) headers ...) and the password of every
+    URL (C(http://user:PASSWORD@proxy:3128)).
 author:
   - gpuops.nvidia maintainers (@gpuops)
 requirements:
@@ -94,6 +99,14 @@ options:
   containerd_version:
     description: containerd's version (e.g. C(1.7.24)); detected from the binary when not set.
     type: str
+  state_dir:
+    description:
+      - Directory of the module's records of what it added where a file cannot carry a marker
+        (Docker's C(daemon.json) is JSON, which has no comments). O(state=absent) takes back exactly
+        what the record lists and restores what it replaced, so keys the operator had set before
+        (C(features.cdi), another C(default-runtime)) stay.
+    type: path
+    default: /var/lib/gpuops/runtime_config
 attributes:
   check_mode:
     support: full
@@ -155,6 +168,12 @@ restart_required:
   description: True when a file changed, so the runtime must be restarted to use it.
   returned: always
   type: bool
+state_files:
+  description: The module's own records written or removed (see O(state_dir)).
+  returned: always
+  type: list
+  elements: str
+  sample: [/var/lib/gpuops/runtime_config/docker_etc_docker_daemon.json.json]
 backups:
   description: Backup files made.
   returned: always
@@ -167,13 +186,14 @@ diff:
   elements: dict
 """
 
+import json
 import os
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
-from ansible_collections.gpuops.nvidia.plugins.module_utils import files
+from ansible_collections.gpuops.nvidia.plugins.module_utils import files, validation
 from ansible_collections.gpuops.nvidia.plugins.module_utils.runtime import containerd, crio, docker
-from ansible_collections.gpuops.nvidia.plugins.module_utils.runtime.common import ConfigError
+from ansible_collections.gpuops.nvidia.plugins.module_utils.runtime.common import ConfigError, mask_text, option_error
 
 DEFAULTS = {
     "containerd": ("/etc/containerd/config.toml", "/etc/containerd/conf.d/99-nvidia.toml"),
@@ -182,13 +202,25 @@ DEFAULTS = {
 }
 
 
+def _neighbours(drop_in_path, suffixes):
+    """{path: text} of the other files in the drop-in's directory that the runtime reads."""
+    found = {}
+    directory = os.path.dirname(drop_in_path)
+    if os.path.isdir(directory):
+        for name in sorted(os.listdir(directory)):
+            path = os.path.join(directory, name)
+            if name.endswith(suffixes) and path != drop_in_path and os.path.isfile(path):
+                found[path] = files.read_text(path)
+    return found
+
+
 def _plan_containerd(module, params, config_path, drop_in_path):
     version = params["containerd_version"]
     binary = module.get_bin_path("containerd")
     if not version:
         if not binary:
-            module.fail_json(msg="containerd is not installed and containerd_version is not set; set it "
-                                 "(e.g. containerd_version=1.7.24) to configure a host before containerd is there")
+            raise option_error("containerd_version", "containerd is not installed and its version is not given",
+                               "set containerd_version (e.g. 1.7.24) to configure a host before containerd is there")
         _rc, out, _err = module.run_command([binary, "--version"], check_rc=True)
         version = out
     main = files.read_text(config_path)
@@ -201,28 +233,38 @@ def _plan_containerd(module, params, config_path, drop_in_path):
     if drop_in_path:
         changes.append((drop_in_path, files.read_text(drop_in_path), plan["drop_in"]))
     if params["validate"] and binary and any(before != after for _p, before, after in changes):
-        others = {}
-        if drop_in_path and os.path.isdir(os.path.dirname(drop_in_path)):
-            for name in sorted(os.listdir(os.path.dirname(drop_in_path))):
-                path = os.path.join(os.path.dirname(drop_in_path), name)
-                if name.endswith(".toml") and path != drop_in_path and os.path.isfile(path):
-                    others[path] = files.read_text(path)
-        problems = containerd.validate(module.run_command, binary, plan, drop_in_path, others,
-                                       params["runtime_name"], params["runtime_path"], params["state"])
+        others = _neighbours(drop_in_path, (".toml",)) if drop_in_path else {}
+        problems = validation.containerd_config(module.run_command, binary, plan, drop_in_path, others,
+                                                params["runtime_name"], params["runtime_path"], params["state"])
         if problems:
-            module.fail_json(msg="the planned containerd configuration is not valid, nothing was changed: %s"
-                                 % "; ".join(problems))
-    return changes, plan["warnings"], {"config_version": plan["config_version"]}
+            raise ConfigError("the planned containerd configuration is not valid, nothing was changed: %s"
+                              % "; ".join(problems))
+    return changes, [], plan["warnings"], {"config_version": plan["config_version"]}
 
 
 def _plan_crio(params, config_path, drop_in_path):
     current = files.read_text(drop_in_path)
     if current is not None:
-        crio.check_drop_in(current)
+        crio.check_drop_in(current, source=drop_in_path)
     after = None if params["state"] == "absent" else crio.drop_in(
         runtime_name=params["runtime_name"], runtime_path=params["runtime_path"],
         set_as_default=params["set_as_default"])
-    return [(drop_in_path, current, after)], [], {}
+    return [(drop_in_path, current, after)], [], [], {}
+
+
+def _record_path(params, config_path):
+    return os.path.join(params["state_dir"], "docker%s.json" % config_path.replace(os.sep, "_"))
+
+
+def _read_record(path):
+    text = files.read_text(path)
+    if text is None:
+        return None
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        raise ConfigError("%s: the record of what gpuops.nvidia added is not valid JSON (%s); remove it to start over"
+                          % (path, exc))
 
 
 def _plan_docker(module, params, config_path):
@@ -233,17 +275,37 @@ def _plan_docker(module, params, config_path):
         version = docker.parse_version(out)
     enable_cdi, cdi_warning = docker.cdi_decision(params["enable_cdi"], version)
     current = files.read_text(config_path)
+    record_path = _record_path(params, config_path)
+    record_text = files.read_text(record_path)
     result = docker.configure(current, runtime_name=params["runtime_name"], runtime_path=params["runtime_path"],
                               set_as_default=params["set_as_default"], enable_cdi=enable_cdi,
-                              state=params["state"], source=config_path)
+                              state=params["state"], source=config_path, record=_read_record(record_path))
     warnings = list(result["warnings"]) + ([cdi_warning] if cdi_warning else [])
     if params["validate"] and binary and result["text"] != current:
-        problems, notes = docker.validate(module.run_command, binary, result["text"], version)
+        problems, notes = validation.docker_config(module.run_command, binary, result["text"], version)
         if problems:
-            module.fail_json(msg="the planned Docker configuration is not valid, nothing was changed: %s"
-                                 % "; ".join(problems))
+            raise ConfigError("the planned Docker configuration is not valid, nothing was changed: %s"
+                              % "; ".join(problems))
         warnings += notes
-    return [(config_path, current, result["text"])], warnings, {"docker_version": docker.format_version(version)}
+    new_record = None if result["record"] is None else docker.render(result["record"])
+    if new_record is not None and record_text is not None and json.loads(record_text) == result["record"]:
+        new_record = record_text
+    return ([(config_path, current, result["text"])], [(record_path, record_text, new_record)], warnings,
+            {"docker_version": docker.format_version(version)})
+
+
+def _apply(module, changed, backup, like):
+    backups = []
+    for path, _before, after in changed:
+        if after is None:
+            made = files.remove(module, path, backup)
+        else:
+            # A drop-in that carries the main file's CRI section (credentials included) gets
+            # the main file's owner and mode.
+            made = files.write_atomic(module, path, after, backup=backup, like=like if path != like else None)
+        if made:
+            backups.append(made)
+    return backups
 
 
 def main():
@@ -262,6 +324,7 @@ def main():
             backup=dict(type="bool", default=False),
             validate=dict(type="bool", default=True),
             containerd_version=dict(type="str"),
+            state_dir=dict(type="path", default="/var/lib/gpuops/runtime_config"),
         ),
         supports_check_mode=True,
     )
@@ -269,45 +332,39 @@ def main():
     runtime = params["runtime"]
     if runtime in ("containerd", "crio") and not containerd.HAS_TOMLKIT:
         module.fail_json(msg=missing_required_lib("tomlkit"), exception=containerd.TOMLKIT_IMPORT_ERROR)
-    if params["edit_mode"] == "in_place" and runtime != "containerd":
-        module.fail_json(msg="edit_mode=in_place is for containerd; CRI-O is configured through a drop-in "
-                             "and Docker's daemon.json is always merged in place")
     config_path = params["config_path"] or DEFAULTS[runtime][0]
     drop_in_path = None if params["edit_mode"] == "in_place" else (params["drop_in_path"] or DEFAULTS[runtime][1])
 
     try:
+        if params["edit_mode"] == "in_place" and runtime != "containerd":
+            raise option_error("edit_mode", "in_place is for containerd; CRI-O is configured through a drop-in and "
+                                            "Docker's daemon.json is always merged in place", "set edit_mode=drop_in")
         if runtime == "containerd":
-            changes, warnings, extra = _plan_containerd(module, params, config_path, drop_in_path)
+            changes, records, warnings, extra = _plan_containerd(module, params, config_path, drop_in_path)
         elif runtime == "crio":
-            changes, warnings, extra = _plan_crio(params, config_path, drop_in_path)
+            changes, records, warnings, extra = _plan_crio(params, config_path, drop_in_path)
         else:
-            changes, warnings, extra = _plan_docker(module, params, config_path)
+            changes, records, warnings, extra = _plan_docker(module, params, config_path)
     except ConfigError as exc:
-        module.fail_json(msg=str(exc))
+        module.fail_json(msg=mask_text(str(exc)), option=exc.option)
 
     changed = [(path, before, after) for path, before, after in changes if before != after]
-    for path, _before, _after in changed:
+    records = [(path, before, after) for path, before, after in records if before != after]
+    for path, _before, _after in changed + records:
         problem = files.check_writable(path)
         if problem:
             module.fail_json(msg="cannot change %s: %s; nothing was changed" % (path, problem))
     for message in warnings:
-        module.warn(message)
+        module.warn(mask_text(message))
 
     backups = []
-    if changed and not module.check_mode:
-        for path, _before, after in changed:
-            if after is None:
-                backup = files.remove(module, path, params["backup"])
-            else:
-                # A drop-in that carries the main file's CRI section (credentials included) gets
-                # the main file's owner and mode.
-                backup = files.write_atomic(module, path, after, backup=params["backup"],
-                                            like=config_path if path != config_path else None)
-            if backup:
-                backups.append(backup)
+    if (changed or records) and not module.check_mode:
+        backups = _apply(module, changed, params["backup"], config_path)
+        _apply(module, records, False, None)
 
-    result = dict(changed=bool(changed), files=[path for path, _b, _a in changed],
-                  restart_required=bool(changed), backups=backups, **extra)
+    result = dict(changed=bool(changed or records), files=[path for path, _b, _a in changed],
+                  state_files=[path for path, _b, _a in records], restart_required=bool(changed), backups=backups,
+                  **extra)
     if module._diff and changed:
         result["diff"] = [files.diff_entry(path, before, after) for path, before, after in changed]
     module.exit_json(**result)

@@ -1,41 +1,122 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, gpuops.nvidia contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""What every container runtime editor shares: the error type and secret masking."""
+"""What every container runtime editor shares: the one error type, the checks of the NVIDIA
+runtime's name, and secret masking."""
 
 from __future__ import annotations
 
 import copy
+import os
 import re
 
 __metaclass__ = type
 
 MASK = "********"
-# Keys whose values are credentials in containerd, CRI-O and Docker configurations.
-SECRET_KEY_RE = re.compile(r"^(password|auth|identitytoken|identity_token|registrytoken|token|secret)$", re.I)
+# Keys whose values are credentials in containerd, CRI-O and Docker configurations (containerd's
+# registry `headers` carry `Authorization`).
+_SECRET_KEYS = r"password|auth|identitytoken|identity_token|registrytoken|token|secret|authorization"
+SECRET_KEY_RE = re.compile(r"^(%s)$" % _SECRET_KEYS, re.I)
+# The userinfo of a URL: scheme://USER[:PASSWORD]@host (proxies, registry mirrors, endpoints).
+_URL_USERINFO_RE = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]*://)(?P<userinfo>[^\s/@\"'<>\\]+)@")
+# A Kubernetes RuntimeClass handler is a DNS label (RFC 1123): the NVIDIA runtime's name must be one.
+RUNTIME_NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+# Binaries of NVIDIA's container runtime (nvidia-container-runtime, .cdi, .legacy).
+NVIDIA_RUNTIME_BINARY_RE = re.compile(r"^nvidia-container-runtime(\.[a-z]+)?$")
 
 
 class ConfigError(Exception):
-    """A configuration that cannot be edited: the message names the file, where, and why."""
+    """Input that cannot be used: a configuration that cannot be edited (the message names the
+    file, where, and why) or module options the editors refuse (``option`` names the option).
+    Every editor raises only this; the module turns it into a failure naming the fix."""
+
+    def __init__(self, message: str, option: str | None = None):
+        super().__init__(message)
+        self.option = option
+
+
+def option_error(option: str, problem: str, fix: str) -> ConfigError:
+    """A refused option value: 'OPTION: PROBLEM; FIX'."""
+    return ConfigError("%s: %s; %s" % (option, problem, fix), option=option)
+
+
+def is_nvidia_binary(path) -> bool:
+    return isinstance(path, str) and bool(NVIDIA_RUNTIME_BINARY_RE.match(os.path.basename(path)))
+
+
+def check_runtime_name(name, runtime: str, reserved=(), existing: dict | None = None, runtime_path: str = "") -> None:
+    """Refuse a name that is no valid RuntimeClass handler, a runtime's own built-in name
+    (`reserved`: runc, crun), or the name of another runtime the configuration already defines
+    (`existing`: name -> that runtime's binary or None), which the NVIDIA runtime would replace.
+    An entry that already runs NVIDIA's runtime (a re-run, or nvidia-ctk's own) may be updated."""
+    if not isinstance(name, str) or not RUNTIME_NAME_RE.match(name):
+        raise option_error(
+            "runtime_name", "%r is not a valid runtime handler name: Kubernetes' RuntimeClass handler must be a "
+            "DNS label (lowercase letters, digits and '-', at most 63 characters, starting and ending with a letter "
+            "or digit)" % (name,), "use a name such as nvidia (the default)")
+    if name in reserved:
+        raise option_error(
+            "runtime_name", "%r is %s's own runtime; using it would make every container that asks for %s run "
+            "the NVIDIA runtime instead" % (name, runtime, name),
+            "use another name such as nvidia (the default)")
+    if existing and name in existing:
+        binary = existing[name]
+        if not (is_nvidia_binary(binary) or (binary and binary == runtime_path)):
+            raise option_error(
+                "runtime_name", "the %s configuration already defines a runtime %r (%s) that is not NVIDIA's; "
+                "it would be replaced" % (runtime, name, binary or "runc"),
+                "use another name such as nvidia, or remove that runtime first")
+
+
+def _mask_userinfo(match) -> str:
+    userinfo = match.group("userinfo")
+    user = userinfo.split(":", 1)[0] + ":" if ":" in userinfo else ""
+    return "%s%s%s@" % (match.group("scheme"), user, MASK)
+
+
+def mask_string(value: str) -> str:
+    """A string with the password (or token) in every URL's userinfo masked."""
+    return _URL_USERINFO_RE.sub(_mask_userinfo, value)
 
 
 def mask_secrets(data):
-    """A deep copy of parsed configuration data with credential values replaced by MASK."""
+    """A deep copy of parsed configuration data with credential values (under secret-looking
+    keys, and the userinfo of every URL) replaced by MASK."""
     if isinstance(data, dict):
-        return {key: (MASK if SECRET_KEY_RE.match(str(key)) and isinstance(value, (str, bytes)) and value
-                      else mask_secrets(value)) for key, value in data.items()}
+        masked = {}
+        for key, value in data.items():
+            if SECRET_KEY_RE.match(str(key)) and isinstance(value, str) and value:
+                masked[key] = MASK
+            elif SECRET_KEY_RE.match(str(key)) and isinstance(value, list):
+                masked[key] = [MASK if isinstance(item, str) and item else mask_secrets(item) for item in value]
+            else:
+                masked[key] = mask_secrets(value)
+        return masked
     if isinstance(data, list):
         return [mask_secrets(item) for item in data]
+    if isinstance(data, str):
+        return mask_string(data)
     return copy.deepcopy(data)
 
 
+_QUOTED = r'''"(?:[^"\\\n]|\\.)*"|'[^'\n]*\''''
 _TEXT_SECRET_RE = re.compile(
-    r'''(?P<key>["']?(?:password|auth|identitytoken|identity_token|registrytoken|token|secret)["']?\s*[=:]\s*)'''
-    r'''(?P<quote>["'])(?P<value>.*?)(?P=quote)''', re.I)
+    r'''(?P<key>["']?(?:%s)["']?\s*[=:]\s*)(?P<value>%s|\[[^\]\n]*\])''' % (_SECRET_KEYS, _QUOTED), re.I)
+_STRING_RE = re.compile(_QUOTED)
+
+
+def _mask_value(match) -> str:
+    value = match.group("value")
+
+    def one(string):
+        text = string.group(0)
+        return text if len(text) == 2 else "%s%s%s" % (text[0], MASK, text[0])
+    return match.group("key") + _STRING_RE.sub(one, value)
 
 
 def mask_text(text: str | None) -> str | None:
-    """Configuration text (TOML or JSON) with credential values replaced by MASK, for diffs."""
+    """Configuration text (TOML or JSON), or any message, with credentials masked: values of
+    secret-looking keys (strings and arrays of strings) and the userinfo of every URL."""
     if text is None:
         return None
-    return _TEXT_SECRET_RE.sub(lambda m: "%s%s%s%s" % (m.group("key"), m.group("quote"), MASK, m.group("quote")), text)
+    return mask_string(_TEXT_SECRET_RE.sub(_mask_value, text))

@@ -2,7 +2,8 @@
 # Copyright: (c) 2026, gpuops.nvidia contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """containerd configuration for the NVIDIA runtime and CDI, edited in place with tomlkit so
-comments, order and formatting of everything else survive. Pure: text in, text out.
+comments, order and formatting of everything else survive. Pure: text in, text out (the
+validation run over the planned files is module_utils/validation.py's).
 
 Two modes. Drop-in (the default): the main file only gains an `imports` glob; the NVIDIA
 settings go to a file of their own. Before containerd 2.1 an imported file REPLACES whole
@@ -22,7 +23,8 @@ import traceback
 
 __metaclass__ = type
 
-from ansible_collections.gpuops.nvidia.plugins.module_utils.runtime.common import ConfigError
+from ansible_collections.gpuops.nvidia.plugins.module_utils.runtime.common import (
+    ConfigError, check_runtime_name, option_error)
 
 try:
     import tomlkit
@@ -44,13 +46,16 @@ CRI_PATHS = {
     4: ("plugins", "io.containerd.cri.v1.runtime"),
 }
 RUNC_V2 = "io.containerd.runc.v2"
+# containerd's own runtime: its handler must stay runc.
+BUILTIN_RUNTIMES = ("runc",)
 
 
 def parse_version(text: str) -> tuple:
     """'1.6.20~ds1' / 'v2.1.4' / 'containerd github.com/containerd/containerd 1.7.24 ...' -> (1, 6, 20)."""
     match = re.search(r"(?:^|\s|v)(\d+)\.(\d+)\.(\d+)", text or "")
     if not match:
-        raise ConfigError("cannot read a containerd version from %r; set containerd_version (e.g. 1.7.24)" % text)
+        raise option_error("containerd_version", "cannot read a containerd version from %r" % (text,),
+                           "set containerd_version to containerd's version, e.g. 1.7.24")
     return tuple(int(part) for part in match.groups())
 
 
@@ -150,6 +155,17 @@ def _set_marked(node, key, value, previous=None):
     node[key] = item
 
 
+def existing_runtimes(cri) -> dict:
+    """The runtimes a CRI plugin table defines: name -> its options.BinaryName (None: runc)."""
+    runtimes = _get(cri, ("containerd", "runtimes")) if cri is not None else None
+    found = {}
+    for name in list(runtimes or {}):
+        entry = runtimes.get(name)
+        options = entry.get("options") if hasattr(entry, "get") else None
+        found[name] = plain(options.get("BinaryName")) if hasattr(options, "get") and "BinaryName" in options else None
+    return found
+
+
 def _nvidia_runtime(cri, runtime_name, runtime_path):
     """The NVIDIA runtime table: the existing one (keeping its options) or a copy of runc's,
     with runtime_type runc.v2 and options.BinaryName pointing at the NVIDIA runtime."""
@@ -238,6 +254,12 @@ def configure(main_text: str | None, *, containerd_version: str, runtime_name: s
     if not HAS_TOMLKIT:
         raise ConfigError("the Python library tomlkit is required on the managed host")
     containerd = parse_version(containerd_version)
+    if state not in ("present", "absent"):
+        raise option_error("state", "must be present or absent, not %r" % (state,), "set state to present or absent")
+    check_runtime_name(runtime_name, "containerd", reserved=BUILTIN_RUNTIMES)
+    if state == "present" and (not isinstance(runtime_path, str) or not runtime_path.strip()):
+        raise option_error("runtime_path", "must be the path of the NVIDIA container runtime, not %r" % (runtime_path,),
+                           "set runtime_path (default /usr/bin/nvidia-container-runtime)")
     warnings = []
     doc = parse(main_text, source)
     created = not (main_text and main_text.strip())
@@ -250,6 +272,8 @@ def configure(main_text: str | None, *, containerd_version: str, runtime_name: s
                              ", ".join(str(v) for v in supported_config_versions(containerd))))
     cri_path = CRI_PATHS[version]
     cri = _get(doc, cri_path)
+    if state == "present":
+        check_runtime_name(runtime_name, "containerd", existing=existing_runtimes(cri), runtime_path=runtime_path)
     disabled = plain(doc.get("disabled_plugins") or [])
     if any(name in disabled for name in ("cri", "io.containerd.grpc.v1.cri", "io.containerd.cri.v1.runtime")):
         raise ConfigError("%s disables the CRI plugin (disabled_plugins = %s): Kubernetes cannot use containerd "
@@ -264,7 +288,8 @@ def configure(main_text: str | None, *, containerd_version: str, runtime_name: s
             warnings.append(message + "; CDI was skipped")
             cdi = False
         else:
-            raise ConfigError(message + "; upgrade containerd, or set enable_cdi=false (or auto to skip it)")
+            raise option_error("enable_cdi", message, "upgrade containerd, or set enable_cdi to auto (skip CDI with a "
+                               "warning) or false")
     settings = {"runtime_name": runtime_name, "runtime_path": runtime_path, "set_as_default": set_as_default,
                 "cdi": cdi, "cdi_spec_dirs": cdi_spec_dirs}
 
@@ -341,43 +366,42 @@ def _dump_has(dump: dict, cri_path: tuple, runtime_name: str, runtime_path: str,
     return problems
 
 
-def validate(run, binary: str, plan: dict, drop_in_path: str | None, existing_drop_ins: dict,
-             runtime_name: str, runtime_path: str, state: str) -> list:
-    """Run `containerd config dump` over the planned files in a scratch directory (never the
-    live ones) and check the merged result. `run(argv)` returns (rc, stdout, stderr);
-    existing_drop_ins maps other files the import glob matches to their text.
-    Returns a list of problems (empty when the plan is valid)."""
-    import shutil
-    import tempfile
-    scratch = tempfile.mkdtemp(prefix="gpuops-containerd-")
-    try:
-        main_text = plan["main"] or ""
-        if drop_in_path:
-            conf_d = os.path.join(scratch, "conf.d")
-            os.makedirs(conf_d)
-            doc = parse(main_text, "planned main configuration")
-            if "imports" in doc:
-                glob = import_glob(drop_in_path)
-                doc["imports"] = [os.path.join(conf_d, "*.toml") if item == glob else item
-                                  for item in plain(doc["imports"])]
-                main_text = tomlkit.dumps(doc)
-            files = dict(existing_drop_ins)
-            if plan["drop_in"] is not None:
-                files[drop_in_path] = plan["drop_in"]
-            else:
-                files.pop(drop_in_path, None)
-            for path, text in files.items():
-                with open(os.path.join(conf_d, os.path.basename(path)), "w", encoding="utf-8") as handle:
-                    handle.write(text)
-        config = os.path.join(scratch, "config.toml")
-        with open(config, "w", encoding="utf-8") as handle:
-            handle.write(main_text)
-        rc, out, err = run([binary, "--config", config, "config", "dump"])
-        if rc != 0:
-            return ["containerd rejected the planned configuration: %s" % (err.strip() or out.strip())]
-        dump = tomlkit.parse(out).unwrap()
-        if state == "absent":
-            return []  # containerd accepts it; what is left is the user's own
-        return _dump_has(dump, plan["dump_cri_path"], runtime_name, runtime_path, plan["cdi"])
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+def validation_files(plan: dict, drop_in_path: str | None, existing_drop_ins: dict, scratch: str) -> tuple:
+    """The planned files laid out under the scratch directory for `containerd config dump`
+    (never the live ones): ({path: text}, the main file's path there). The main file's import
+    glob is pointed at the scratch conf.d; existing_drop_ins maps other files the glob matches
+    to their text."""
+    main_text = plan["main"] or ""
+    files = {}
+    if drop_in_path:
+        conf_d = os.path.join(scratch, "conf.d")
+        doc = parse(main_text, "planned main configuration")
+        if "imports" in doc:
+            glob = import_glob(drop_in_path)
+            doc["imports"] = [os.path.join(conf_d, "*.toml") if item == glob else item for item in plain(doc["imports"])]
+            main_text = tomlkit.dumps(doc)
+        drop_ins = dict(existing_drop_ins)
+        if plan["drop_in"] is not None:
+            drop_ins[drop_in_path] = plan["drop_in"]
+        else:
+            drop_ins.pop(drop_in_path, None)
+        for path, text in drop_ins.items():
+            files[os.path.join(conf_d, os.path.basename(path))] = text
+    config = os.path.join(scratch, "config.toml")
+    files[config] = main_text
+    return files, config
+
+
+def dump_argv(binary: str, config: str) -> list:
+    return [binary, "--config", config, "config", "dump"]
+
+
+def validation_problems(rc: int, out: str, err: str, plan: dict, runtime_name: str, runtime_path: str,
+                        state: str) -> list:
+    """Problems in containerd's answer to `config dump` over the planned files (empty: valid)."""
+    if rc != 0:
+        return ["containerd rejected the planned configuration: %s" % (err.strip() or out.strip())]
+    if state == "absent":
+        return []  # containerd accepts it; what is left is the user's own
+    dump = tomlkit.parse(out).unwrap()
+    return _dump_has(dump, plan["dump_cri_path"], runtime_name, runtime_path, plan["cdi"])

@@ -19,7 +19,8 @@ import traceback
 
 __metaclass__ = type
 
-from ansible_collections.gpuops.nvidia.plugins.module_utils.runtime.common import ConfigError
+from ansible_collections.gpuops.nvidia.plugins.module_utils.runtime.common import (
+    ConfigError, check_runtime_name, option_error)
 
 try:
     import tomllib as _toml_reader
@@ -44,6 +45,8 @@ HAS_TOML_PARSER = _toml_reader is not None or HAS_TOMLKIT
 DEFAULT_SOURCE = "/etc/crio/crio.conf.d/99-nvidia.toml"
 DEFAULT_RUNTIME_NAME = "nvidia"
 DEFAULT_RUNTIME_PATH = "/usr/bin/nvidia-container-runtime"
+# CRI-O's own runtime handlers.
+BUILTIN_RUNTIMES = ("runc", "crun")
 # The runtime types CRI-O knows for a runtime handler.
 RUNTIME_TYPES = ("oci", "vm", "pod")
 CDI_SPEC_DIRS = ("/etc/cdi", "/var/run/cdi")
@@ -90,10 +93,11 @@ def _env_list(monitor_env):
     elif isinstance(monitor_env, (list, tuple)):
         items = list(monitor_env)
     else:
-        raise ValueError("monitor_env must be a dict or a list of NAME=value strings")
+        raise option_error("monitor_env", "must be a dict or a list of NAME=value strings", "give NAME=value strings")
     for item in items:
         if not isinstance(item, str) or "=" not in item or not _ENV_NAME_RE.match(item.split("=", 1)[0]):
-            raise ValueError("monitor_env entries must look like NAME=value, not %r" % (item,))
+            raise option_error("monitor_env", "entries must look like NAME=value, not %r" % (item,),
+                               "give NAME=value strings")
     return items
 
 
@@ -104,13 +108,14 @@ def drop_in(*, runtime_name=DEFAULT_RUNTIME_NAME, runtime_path=DEFAULT_RUNTIME_P
     ``[crio.runtime] default_runtime`` is written only when ``set_as_default`` is true (otherwise
     the drop-in does not touch CRI-O's default). ``monitor_env`` (a dict or a list of
     "NAME=value" strings) becomes the handler's ``monitor_env``, the environment of conmon.
-    The same arguments always give the same text. Raises ValueError for bad arguments."""
-    if not isinstance(runtime_name, str) or not runtime_name.strip():
-        raise ValueError("runtime_name must be a non-empty string")
+    The same arguments always give the same text. Raises ConfigError for bad arguments."""
+    check_runtime_name(runtime_name, "CRI-O", reserved=BUILTIN_RUNTIMES)
     if not isinstance(runtime_path, str) or not runtime_path.strip():
-        raise ValueError("runtime_path must be a non-empty string")
+        raise option_error("runtime_path", "must be the path of the NVIDIA container runtime, not %r" % (runtime_path,),
+                           "set runtime_path (default /usr/bin/nvidia-container-runtime)")
     if runtime_type not in RUNTIME_TYPES:
-        raise ValueError("runtime_type must be one of %s, not %r" % (", ".join(RUNTIME_TYPES), runtime_type))
+        raise option_error("runtime_type", "must be one of %s, not %r" % (", ".join(RUNTIME_TYPES), runtime_type),
+                           "use oci for the NVIDIA runtime")
     env = _env_list(monitor_env)
 
     lines = [HEADER]

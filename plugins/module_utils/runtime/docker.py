@@ -16,25 +16,34 @@ What it manages (and what ``state=absent`` takes back):
   this runtime. On absent it is removed only when it names this runtime (Docker then falls back
   to ``runc``).
 * ``features.cdi = true`` - only when ``enable_cdi`` is true (Docker >= 25 understands it);
-  ``enable_cdi=False`` leaves ``features`` alone. Other ``features`` keys are kept. On absent
-  ``features.cdi`` is left alone: the user may have had it before, and CDI does not depend on
-  the NVIDIA runtime.
+  ``enable_cdi=False`` leaves ``features`` alone. Other ``features`` keys are kept.
+
+JSON has no comments to mark what the editor added, so ``configure`` keeps a small record (a
+dict the module stores next to its other state): every key it set, with the value it set and
+the value (or absence) it replaced. ``state=absent`` takes back exactly what the record lists
+and what the operator has not changed since; what the operator had before stays. Without a
+record (a file configured by something else) absent removes ``runtimes.<runtime_name>`` and a
+``default-runtime`` naming it, and leaves ``features.cdi`` with a warning.
 """
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 
 __metaclass__ = type
 
-from ansible_collections.gpuops.nvidia.plugins.module_utils.runtime.common import ConfigError
+from ansible_collections.gpuops.nvidia.plugins.module_utils.runtime.common import (
+    ConfigError, check_runtime_name, option_error)
 
 DEFAULT_SOURCE = "/etc/docker/daemon.json"
 DEFAULT_RUNTIME_NAME = "nvidia"
 DEFAULT_RUNTIME_PATH = "/usr/bin/nvidia-container-runtime"
-# Docker's built-in runtime; daemon.json may not redefine it.
+# Docker's built-in runtimes; daemon.json may not redefine them.
 STOCK_RUNTIME = "runc"
+BUILTIN_RUNTIMES = (STOCK_RUNTIME, "io.containerd.runc.v2")
+RECORD_VERSION = 1
 # Keys of a runtime entry that cannot be combined with "path" (shim-based runtimes, Docker >= 23).
 _SHIM_ONLY_KEYS = ("runtimeType", "options")
 
@@ -134,45 +143,103 @@ def _get_object(data, key, source, path=None):
 
 def _check_args(runtime_name, runtime_path, state):
     if state not in ("present", "absent"):
-        raise ValueError("state must be 'present' or 'absent', not %r" % (state,))
-    if not isinstance(runtime_name, str) or not runtime_name.strip():
-        raise ValueError("runtime_name must be a non-empty string")
-    if runtime_name == STOCK_RUNTIME:
-        raise ValueError("runtime_name %r is Docker's built-in runtime and cannot be redefined in daemon.json" % STOCK_RUNTIME)
+        raise option_error("state", "must be present or absent, not %r" % (state,), "set state to present or absent")
+    check_runtime_name(runtime_name, "Docker", reserved=BUILTIN_RUNTIMES)
     if state == "present" and (not isinstance(runtime_path, str) or not runtime_path.strip()):
-        raise ValueError("runtime_path must be a non-empty string")
+        raise option_error("runtime_path", "must be the path of the NVIDIA container runtime, not %r" % (runtime_path,),
+                           "set runtime_path (default /usr/bin/nvidia-container-runtime)")
 
 
-def _present(data, runtime_name, runtime_path, set_as_default, enable_cdi, source, warnings):
+def _existing_runtimes(data, source):
+    runtimes = _get_object(data, "runtimes", source) or {}
+    # an entry that is no object is reported as a type error by the edit itself; one without a
+    # path runs nothing (dockerd refuses it), so taking it over replaces no runtime
+    return {name: entry["path"] for name, entry in runtimes.items() if isinstance(entry, dict) and entry.get("path")}
+
+
+def _lookup(data, path):
+    """(whether path exists in data, a copy of its value or None)."""
+    node = data
+    for key in path:
+        if not isinstance(node, dict) or key not in node:
+            return False, None
+        node = node[key]
+    return True, copy.deepcopy(node)
+
+
+def _remember(record, data, path):
+    """Record the value at path before the editor first changes it."""
+    key = ".".join(path)
+    if key not in record["entries"]:
+        existed, previous = _lookup(data, path)
+        record["entries"][key] = {
+            "path": list(path), "existed": existed, "previous": previous,
+            "created_parents": [list(path[:depth]) for depth in range(1, len(path))
+                                if not _lookup(data, path[:depth])[0]]}
+
+
+def _present(data, runtime_name, runtime_path, set_as_default, enable_cdi, source, warnings, record):
     runtimes = _get_object(data, "runtimes", source)
-    if runtimes is None:
-        runtimes = data["runtimes"] = {}
-    entry = _get_object(runtimes, runtime_name, source, "runtimes.%s" % runtime_name)
-    if entry is None:
-        entry = runtimes[runtime_name] = {}
-    dropped = [key for key in _SHIM_ONLY_KEYS if key in entry]
+    entry = _get_object(runtimes or {}, runtime_name, source, "runtimes.%s" % runtime_name)
+    wanted = dict(entry or {})
+    dropped = [key for key in _SHIM_ONLY_KEYS if key in wanted]
     for key in dropped:
-        del entry[key]
+        del wanted[key]
+    wanted["path"] = runtime_path
+    if _canonical(wanted) != _canonical(entry):
+        _remember(record, data, ("runtimes", runtime_name))
+        if runtimes is None:
+            runtimes = data["runtimes"] = {}
+        runtimes[runtime_name] = wanted
     if dropped:
         warnings.append('%s: removed %s from "runtimes.%s": Docker does not accept them together with "path"'
                         % (source, ", ".join('"%s"' % key for key in dropped), runtime_name))
-    entry["path"] = runtime_path
 
-    if set_as_default:
+    if set_as_default and data.get("default-runtime") != runtime_name:
         previous = data.get("default-runtime")
         if previous not in (None, runtime_name, STOCK_RUNTIME):
             warnings.append('%s: "default-runtime" was %s and is now %s'
                             % (source, json.dumps(previous, ensure_ascii=False), json.dumps(runtime_name, ensure_ascii=False)))
+        _remember(record, data, ("default-runtime",))
         data["default-runtime"] = runtime_name
 
     if enable_cdi:
         features = _get_object(data, "features", source)
-        if features is None:
-            features = data["features"] = {}
-        features["cdi"] = True
+        if features is None or features.get("cdi") is not True:
+            _remember(record, data, ("features", "cdi"))
+            if features is None:
+                features = data["features"] = {}
+            features["cdi"] = True
+    for entry in record["entries"].values():
+        entry["set"] = _lookup(data, entry["path"])[1]
 
 
-def _absent(data, runtime_name, source):
+def _absent_recorded(data, record, source, warnings):
+    """Take back what the record says the editor set, where it still holds the editor's value."""
+    for key, entry in sorted(record["entries"].items(), key=lambda item: -len(item[1]["path"])):
+        path = entry["path"]
+        exists, current = _lookup(data, path)
+        if not exists or _canonical(current) != _canonical(entry.get("set")):
+            if exists:
+                warnings.append('%s: "%s" was changed since gpuops.nvidia set it; it is left as it is' % (source, key))
+            continue
+        if entry["existed"]:
+            _parent(data, path)[path[-1]] = copy.deepcopy(entry["previous"])
+        else:
+            del _parent(data, path)[path[-1]]
+        for parent_path in sorted(entry.get("created_parents") or [], key=len, reverse=True):
+            if _lookup(data, parent_path) == (True, {}):
+                del _parent(data, parent_path)[parent_path[-1]]
+
+
+def _parent(data, path):
+    node = data
+    for key in path[:-1]:
+        node = node[key]
+    return node
+
+
+def _absent_unrecorded(data, runtime_name, source, warnings):
     runtimes = _get_object(data, "runtimes", source)
     if runtimes is not None and runtime_name in runtimes:
         del runtimes[runtime_name]
@@ -180,13 +247,38 @@ def _absent(data, runtime_name, source):
             del data["runtimes"]
     if "default-runtime" in data and data["default-runtime"] == runtime_name:
         del data["default-runtime"]
+    features = _get_object(data, "features", source)
+    if features and features.get("cdi") is True:
+        warnings.append('%s: there is no record of what gpuops.nvidia added, so "features.cdi" is left as it is '
+                        "(remove it by hand if only the NVIDIA runtime needed it)" % source)
+
+
+def new_record(source=DEFAULT_SOURCE, runtime_name=DEFAULT_RUNTIME_NAME, file_existed=True):
+    return {"version": RECORD_VERSION, "file": source, "runtime_name": runtime_name, "file_existed": file_existed,
+            "entries": {}}
+
+
+def _check_record(record, source, runtime_name):
+    if record is None:
+        return None
+    if (not isinstance(record, dict) or record.get("version") != RECORD_VERSION
+            or not isinstance(record.get("entries"), dict)):
+        raise ConfigError("%s: the record of what gpuops.nvidia added to %s is not one this version can read; "
+                          "remove it to start over" % (record.get("path", "the record") if isinstance(record, dict)
+                                                       else "the record", source))
+    if record.get("runtime_name") != runtime_name:
+        raise option_error("runtime_name", "gpuops.nvidia added the runtime %r to %s, not %r"
+                           % (record.get("runtime_name"), source, runtime_name),
+                           "use runtime_name=%s, or remove the runtime with that name first" % record.get("runtime_name"))
+    return copy.deepcopy(record)
 
 
 def configure(current_text, *, runtime_name=DEFAULT_RUNTIME_NAME, runtime_path=DEFAULT_RUNTIME_PATH, set_as_default=False,
-              enable_cdi=True, state="present", source=DEFAULT_SOURCE):
+              enable_cdi=True, state="present", source=DEFAULT_SOURCE, record=None):
     """Merge (or take back) the NVIDIA runtime settings into daemon.json text.
 
-    ``current_text`` is the file's content, None when the file does not exist. Returns a dict:
+    ``current_text`` is the file's content, None when the file does not exist; ``record`` is
+    the record a previous run returned (None when there is none). Returns a dict:
 
     * ``text`` - the new content; None when the file should not exist (absent, nothing left and
       there was no file). When nothing changes it is ``current_text`` itself, byte for byte, so
@@ -195,22 +287,34 @@ def configure(current_text, *, runtime_name=DEFAULT_RUNTIME_NAME, runtime_path=D
       trailing newline.
     * ``changed`` - whether the meaning of the file changes.
     * ``data`` - the parsed new content (a dict, in file order; raw, mask it before showing).
+    * ``record`` - the record to keep (None: keep none; on absent it is gone).
     * ``warnings`` - things the user should know (strings).
 
-    Raises ConfigError (file, line, column) for malformed JSON or wrong types, ValueError for
-    bad arguments."""
+    Raises ConfigError (file, line, column) for malformed JSON, wrong types and refused options."""
     _check_args(runtime_name, runtime_path, state)
     data, warnings = parse_daemon_json(current_text, source)
+    record = _check_record(record, source, runtime_name)
     before = _canonical(data)
     if state == "present":
-        _present(data, runtime_name, runtime_path, set_as_default, enable_cdi, source, warnings)
+        check_runtime_name(runtime_name, "Docker", existing=_existing_runtimes(data, source), runtime_path=runtime_path)
+        record = record or new_record(source, runtime_name, file_existed=current_text is not None)
+        _present(data, runtime_name, runtime_path, set_as_default, enable_cdi, source, warnings, record)
+        if not record["entries"]:
+            record = None  # everything was there already: nothing of it is ours to take back
     else:
-        _absent(data, runtime_name, source)
+        if record is not None:
+            _absent_recorded(data, record, source, warnings)
+        else:
+            _absent_unrecorded(data, runtime_name, source, warnings)
     changed = _canonical(data) != before
+    # a file the editor created goes again when nothing else is left in it
+    created = record is not None and not record.get("file_existed", True)
+    if state == "absent":
+        record = None
 
     if not changed:
         text = current_text
-    elif current_text is None and not data:
+    elif not data and (current_text is None or (state == "absent" and created)):
         text = None
     else:
         original = current_text or ""
@@ -218,7 +322,7 @@ def configure(current_text, *, runtime_name=DEFAULT_RUNTIME_NAME, runtime_path=D
         text = render(data, indent=_detect_indent(body), newline="\r\n" if "\r\n" in body else "\n")
         if original.startswith(_BOM):
             text = _BOM + text
-    return {"text": text, "changed": changed, "data": data, "warnings": warnings}
+    return {"text": text, "changed": changed, "data": data, "record": record, "warnings": warnings}
 
 
 # Docker understands "features": {"cdi": true} from 25.0; `dockerd --validate` exists from 23.0.
@@ -254,24 +358,19 @@ def cdi_decision(enable_cdi, version):
                       "or set enable_cdi=auto to skip CDI on older Docker, or enable_cdi=false" % shown)
 
 
-def validate(run, binary, text, version):
-    """Check planned daemon.json text with `dockerd --validate` in a scratch directory (never the
-    live file). `run(argv)` returns (rc, stdout, stderr). Returns (problems, warnings)."""
-    import os
-    import shutil
-    import tempfile
+def validation_plan(text, version):
+    """What `dockerd --validate` needs: (files {name: text}, argv maker, warnings). argv maker
+    takes the scratch directory the files were written to. Docker before 23 cannot validate:
+    no files, one warning."""
     if version is not None and version[:2] < VALIDATE_MIN_VERSION:
-        return [], ["dockerd %s cannot check a configuration (--validate needs Docker 23 or newer); "
-                    "the merged daemon.json was not validated" % format_version(version)]
-    scratch = tempfile.mkdtemp(prefix="gpuops-docker-")
-    try:
-        path = os.path.join(scratch, "daemon.json")
-        with open(path, "w", encoding="utf-8") as handle:
-            handle.write(text or "{}\n")
-        rc, out, err = run([binary, "--validate", "--config-file", path])
-        if rc != 0:
-            message = (err.strip() or out.strip()).replace(path, "the planned daemon.json")
-            return ["dockerd rejected the planned configuration: %s" % message], []
-        return [], []
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+        return {}, None, ["dockerd %s cannot check a configuration (--validate needs Docker 23 or newer); "
+                          "the merged daemon.json was not validated" % format_version(version)]
+    return {"daemon.json": text or "{}\n"}, lambda binary, scratch: [binary, "--validate", "--config-file",
+                                                                       scratch + "/daemon.json"], []
+
+
+def validation_problems(rc, out, err):
+    """Problems from `dockerd --validate`'s answer (paths of the scratch copy already replaced)."""
+    if rc != 0:
+        return ["dockerd rejected the planned configuration: %s" % (err.strip() or out.strip())]
+    return []

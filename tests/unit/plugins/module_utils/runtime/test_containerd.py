@@ -42,22 +42,28 @@ def get(tree, path):
 
 
 CDI_KEYS = ("enable_cdi", "cdi_spec_dirs")
+# The CRI plugin's table per config version, from containerd's documentation
+# (docs/man/containerd-config.toml.5.md, docs/cri/config.md), written out here rather than taken
+# from the editor under test.
+CRI_V1 = ("plugins", "cri")
+CRI_V2 = ("plugins", "io.containerd.grpc.v1.cri")
+CRI_V3 = ("plugins", "io.containerd.cri.v1.runtime")
 
 CASES = [
-    # fixture, containerd version, config version
-    ("containerd-1.6-default.toml", "1.6.20", 2),
-    ("debian12-packaged.toml", "1.6.20", 2),
-    ("kubeadm-v2.toml", "1.7.24", 2),
-    ("k3s-v2.toml", "1.7.24", 2),
-    ("eks-mirrors-auth-v2.toml", "1.7.24", 2),
-    ("existing-nvidia-v2.toml", "1.7.24", 2),
-    ("v1-legacy.toml", "1.6.20", 1),
-    ("containerd-2.0-v3.toml", "2.0.5", 3),
-    ("containerd-2.0-v3.toml", "2.2.0", 3),
-    ("containerd-1.7-default.toml", "1.7.24", 2),
-    ("containerd-2.1-default.toml", "2.1.9", 3),
-    ("rke2-v3.toml", "2.0.5", 3),
-    ("rke2-v3.toml", "2.1.4", 3),
+    # fixture, containerd version, config version, CRI table, imports merge (containerd >= 2.1)
+    ("containerd-1.6-default.toml", "1.6.20", 2, CRI_V2, False),
+    ("debian12-packaged.toml", "1.6.20", 2, CRI_V2, False),
+    ("kubeadm-v2.toml", "1.7.24", 2, CRI_V2, False),
+    ("k3s-v2.toml", "1.7.24", 2, CRI_V2, False),
+    ("eks-mirrors-auth-v2.toml", "1.7.24", 2, CRI_V2, False),
+    ("existing-nvidia-v2.toml", "1.7.24", 2, CRI_V2, False),
+    ("v1-legacy.toml", "1.6.20", 1, CRI_V1, False),
+    ("containerd-2.0-v3.toml", "2.0.5", 3, CRI_V3, False),
+    ("containerd-2.0-v3.toml", "2.2.0", 3, CRI_V3, True),
+    ("containerd-1.7-default.toml", "1.7.24", 2, CRI_V2, False),
+    ("containerd-2.1-default.toml", "2.1.9", 3, CRI_V3, True),
+    ("rke2-v3.toml", "2.0.5", 3, CRI_V3, False),
+    ("rke2-v3.toml", "2.1.4", 3, CRI_V3, True),
 ]
 
 
@@ -66,13 +72,12 @@ def run(text, version, **kwargs):
     return containerd.configure(text, containerd_version=version, **kwargs)
 
 
-@pytest.mark.parametrize("name, version, config_version", CASES)
-def test_in_place(name, version, config_version):
+@pytest.mark.parametrize("name, version, config_version, cri, merges", CASES)
+def test_in_place(name, version, config_version, cri, merges):
     original = fixture(name)
     plan = run(original, version, drop_in_path=None, set_as_default=True)
     assert plan["drop_in"] is None and plan["config_version"] == config_version
     before, after = flatten(data(original)), flatten(data(plan["main"]))
-    cri = containerd.CRI_PATHS[config_version]
     nvidia = get(data(plan["main"]), cri + ("containerd", "runtimes", "nvidia"))
     assert nvidia["options"]["BinaryName"] == RUNTIME
     assert nvidia["runtime_type"] == "io.containerd.runc.v2"
@@ -102,8 +107,8 @@ def test_in_place(name, version, config_version):
         assert data(restored["main"]) == data(original)
 
 
-@pytest.mark.parametrize("name, version, config_version", [case for case in CASES if case[2] != 1])
-def test_drop_in(name, version, config_version):
+@pytest.mark.parametrize("name, version, config_version, cri, merges", [case for case in CASES if case[2] != 1])
+def test_drop_in(name, version, config_version, cri, merges):
     original = fixture(name)
     plan = run(original, version, drop_in_path=DROP_IN)
     main, drop = data(plan["main"]), data(plan["drop_in"])
@@ -111,11 +116,10 @@ def test_drop_in(name, version, config_version):
     assert {k: v for k, v in main.items() if k != "imports"} == {k: v for k, v in data(original).items() if k != "imports"}
     assert main["imports"][:-1] == data(original).get("imports", [])
     assert drop.get("version", 1) == data(original).get("version", 1)
-    cri = containerd.CRI_PATHS[config_version]
     nvidia = get(drop, cri + ("containerd", "runtimes", "nvidia"))
     assert nvidia["options"]["BinaryName"] == RUNTIME
     original_cri = get(data(original), cri) if "plugins" in data(original) else {}
-    if not containerd.imports_merge(containerd.parse_version(version)):
+    if not merges:
         # before 2.1 the drop-in replaces the CRI section: it must carry all of it
         for path, value in flatten(original_cri).items():
             if (len(path) > 2 and path[2] == "nvidia") or (plan["cdi"] and path[-1] in CDI_KEYS):
@@ -139,7 +143,8 @@ def test_cdi_keys_on_17_and_refused_on_16():
                                 drop_in_path=None)
     cri = data(plan["main"])["plugins"]["io.containerd.grpc.v1.cri"]
     assert cri["enable_cdi"] is True and cri["cdi_spec_dirs"] == ["/etc/cdi", "/var/run/cdi"]
-    with pytest.raises(ConfigError, match=r"containerd 1\.6\.20 does not support CDI .* set enable_cdi=false"):
+    with pytest.raises(ConfigError, match=r"^enable_cdi: containerd 1\.6\.20 does not support CDI .* set enable_cdi to "
+                                          r"auto \(skip CDI with a warning\) or false$"):
         containerd.configure(fixture("kubeadm-v2.toml"), containerd_version="1.6.20", enable_cdi="true")
     auto = containerd.configure(fixture("kubeadm-v2.toml"), containerd_version="1.6.20", enable_cdi="auto")
     assert auto["cdi"] is False and "CDI was skipped" in auto["warnings"][0]
@@ -158,7 +163,7 @@ def test_no_config_file_uses_the_version_containerd_writes():
     (fixture("malformed.toml"), "1.7.24", r"/etc/containerd/config.toml: line \d+, column \d+: .*left unchanged"),
     (fixture("cri-disabled-v2.toml"), "1.7.24", "disables the CRI plugin"),
     (fixture("containerd-2.0-v3.toml"), "1.7.24", "config version 3, which containerd 1.7.24 does not read"),
-    ("version = 2", "not-a-version", "cannot read a containerd version"),
+    ("version = 2", "not-a-version", "^containerd_version: cannot read a containerd version .* set containerd_version"),
     (fixture("v1-legacy.toml"), "1.7.24", "version 1 configuration, whose imports containerd does not merge"),
 ])
 def test_bad_input(text, version, message):
@@ -184,3 +189,36 @@ def test_runc_written_out_when_the_file_has_no_runtimes(mode):
     runtimes = target["plugins"]["io.containerd.grpc.v1.cri"]["containerd"]["runtimes"]
     assert runtimes["runc"] == {"runtime_type": "io.containerd.runc.v2"}
     assert set(runtimes) == {"runc", "nvidia"}
+
+
+@pytest.mark.parametrize("kwargs, mode, message", [
+    # an empty name, runc's own name, names that are no RuntimeClass handler
+    ({"runtime_name": ""}, None, r"^runtime_name: '' is not a valid runtime handler name"),
+    ({"runtime_name": "runc"}, None, r"^runtime_name: 'runc' is containerd's own runtime"),
+    ({"runtime_name": "runc"}, DROP_IN, r"^runtime_name: 'runc' is containerd's own runtime"),
+    ({"runtime_name": "nvidia gpu"}, DROP_IN, r"^runtime_name: 'nvidia gpu' is not a valid runtime handler name"),
+    ({"runtime_name": 'nv"idia'}, None, r"is not a valid runtime handler name: Kubernetes' RuntimeClass"),
+    ({"runtime_name": "NVIDIA"}, None, r"is not a valid runtime handler name"),
+    ({"runtime_name": "n" * 64}, None, r"is not a valid runtime handler name"),
+    ({"runtime_path": ""}, None, r"^runtime_path: must be the path of the NVIDIA container runtime"),
+    ({"state": "latest"}, None, r"^state: must be present or absent"),
+])
+def test_names_that_would_hijack_or_break_a_runtime_are_refused(kwargs, mode, message):
+    with pytest.raises(ConfigError, match=message) as err:
+        containerd.configure(fixture("kubeadm-v2.toml"), containerd_version="1.7.24", drop_in_path=mode, **kwargs)
+    assert err.value.option == next(iter(kwargs))
+
+
+def test_another_runtime_of_that_name_is_not_replaced():
+    text = ('version = 2\n[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.kata]\n'
+            'runtime_type = "io.containerd.kata.v2"\n'
+            '[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.gvisor]\nruntime_type = "io.containerd.runsc.v1"\n'
+            '[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.gvisor.options]\nBinaryName = "/usr/bin/runsc"\n')
+    for name, binary in (("kata", "runc"), ("gvisor", "/usr/bin/runsc")):
+        with pytest.raises(ConfigError, match=r"^runtime_name: the containerd configuration already defines a "
+                                              r"runtime '%s' \(%s\) that is not NVIDIA's" % (name, binary)):
+            containerd.configure(text, containerd_version="1.7.24", runtime_name=name, drop_in_path=None)
+    # NVIDIA's own entry (nvidia-ctk's, or the GPU Operator's toolkit path) is updated, not refused
+    existing = fixture("existing-nvidia-v2.toml")
+    plan = containerd.configure(existing, containerd_version="1.7.24", drop_in_path=None)
+    assert get(data(plan["main"]), CRI_V2 + ("containerd", "runtimes", "nvidia", "options", "BinaryName")) == RUNTIME

@@ -45,7 +45,7 @@ def test_default_drop_in_text():
     ({}, "nvidia", None),
     ({"set_as_default": True}, "nvidia", "nvidia"),
     ({"runtime_name": "nvidia-cdi", "runtime_path": "/usr/bin/nvidia-container-runtime.cdi"}, "nvidia-cdi", None),
-    ({"runtime_name": "nvidia.legacy", "set_as_default": True}, "nvidia.legacy", "nvidia.legacy"),
+    ({"runtime_name": "nvidia-legacy", "set_as_default": True}, "nvidia-legacy", "nvidia-legacy"),
     ({"runtime_type": "vm"}, "nvidia", None),
     ({"runtime_path": 'C:\\odd "path"\t\x7f\u00e9', "set_as_default": True}, "nvidia", "nvidia"),
 ])
@@ -78,18 +78,22 @@ def test_monitor_env(monitor_env, expected):
 
 
 @pytest.mark.parametrize("kwargs, message", [
-    ({"runtime_name": ""}, "runtime_name"),
-    ({"runtime_name": None}, "runtime_name"),
-    ({"runtime_path": " "}, "runtime_path"),
-    ({"runtime_type": "runc"}, "runtime_type must be one of oci, vm, pod"),
-    ({"monitor_env": "PATH=/bin"}, "monitor_env must be"),
+    ({"runtime_name": ""}, "^runtime_name: '' is not a valid runtime handler name"),
+    ({"runtime_name": None}, "^runtime_name: None is not a valid runtime handler name"),
+    ({"runtime_name": "runc"}, "^runtime_name: 'runc' is CRI-O's own runtime"),
+    ({"runtime_name": "crun"}, "^runtime_name: 'crun' is CRI-O's own runtime"),
+    ({"runtime_name": "nvidia gpu"}, "^runtime_name: 'nvidia gpu' is not a valid runtime handler name"),
+    ({"runtime_path": " "}, "^runtime_path: must be the path"),
+    ({"runtime_type": "runc"}, "^runtime_type: must be one of oci, vm, pod"),
+    ({"monitor_env": "PATH=/bin"}, "^monitor_env: must be"),
     ({"monitor_env": ["PATH"]}, "NAME=value"),
     ({"monitor_env": ["1X=y"]}, "NAME=value"),
     ({"monitor_env": [3]}, "NAME=value"),
 ])
 def test_drop_in_bad_arguments(kwargs, message):
-    with pytest.raises(ValueError, match=message):
+    with pytest.raises(ConfigError, match=message) as err:
         crio.drop_in(**kwargs)
+    assert err.value.option == next(iter(kwargs))
 
 
 # An existing crio.conf as distributions ship it, with registry credentials in a drop-in style.

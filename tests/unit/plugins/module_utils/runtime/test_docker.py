@@ -119,7 +119,66 @@ def test_present_keeps_everything_and_is_idempotent(name, set_as_default, enable
 
 
 @pytest.mark.parametrize("name", sorted(INPUTS))
-def test_absent_restores_the_original_meaning(name):
+@pytest.mark.parametrize("set_as_default", [False, True])
+def test_absent_with_the_record_restores_exactly_what_was_there(name, set_as_default):
+    """JSON has no comments: the record says what the editor added and what it replaced."""
+    text = INPUTS[name]
+    present = docker.configure(text, set_as_default=set_as_default)
+    assert present["record"]["entries"]
+    again = docker.configure(present["text"], set_as_default=set_as_default, record=present["record"])
+    assert again["changed"] is False and again["record"] == present["record"]
+    result = docker.configure(present["text"], state="absent", record=present["record"])
+    assert result["record"] is None
+    assert result["data"] == _parsed(text)
+    assert list(result["data"]) == list(_parsed(text))  # and in the original order
+    if text is None:
+        assert result["text"] is None
+
+
+def test_absent_keeps_features_cdi_the_operator_had():
+    text = '{"features": {"cdi": true}, "log-level": "warn"}\n'
+    present = docker.configure(text)
+    assert list(present["record"]["entries"]) == ["runtimes.nvidia"]
+    result = docker.configure(present["text"], state="absent", record=present["record"])
+    assert result["data"] == json.loads(text) and result["changed"] is True
+
+
+def test_absent_takes_back_features_cdi_the_editor_added_to_an_empty_file():
+    present = docker.configure("{}\n")
+    assert set(present["record"]["entries"]) == {"runtimes.nvidia", "features.cdi"}
+    result = docker.configure(present["text"], state="absent", record=present["record"])
+    assert json.loads(result["text"]) == {}
+
+
+def test_absent_leaves_what_the_operator_changed_since():
+    present = docker.configure("{}\n", set_as_default=True)
+    edited = json.loads(present["text"])
+    edited["default-runtime"] = "runsc"
+    edited["runtimes"]["runsc"] = {"path": "/usr/bin/runsc"}
+    result = docker.configure(json.dumps(edited), state="absent", record=present["record"])
+    assert result["data"] == {"default-runtime": "runsc", "runtimes": {"runsc": {"path": "/usr/bin/runsc"}}}
+    assert result["warnings"] == ['/etc/docker/daemon.json: "default-runtime" was changed since gpuops.nvidia set it; '
+                                  'it is left as it is']
+
+
+def test_record_survives_a_change_of_runtime_path():
+    first = docker.configure("{}\n")
+    second = docker.configure(first["text"], runtime_path="/opt/nvidia/nvidia-container-runtime", record=first["record"])
+    assert second["changed"] is True
+    assert second["record"]["entries"]["runtimes.nvidia"]["existed"] is False
+    assert json.loads(docker.configure(second["text"], state="absent", record=second["record"])["text"]) == {}
+
+
+def test_nothing_added_means_no_record():
+    text = '{"runtimes": {"nvidia": {"path": "%s"}}, "features": {"cdi": true}}\n' % NV_PATH
+    result = docker.configure(text)
+    assert result["changed"] is False and result["record"] is None
+
+
+@pytest.mark.parametrize("name", sorted(INPUTS))
+def test_absent_without_a_record_removes_the_runtime_and_keeps_features_cdi(name):
+    """A file the editor has no record of (configured by another tool, or by hand): the runtime
+    and a default naming it go; features.cdi stays, with a warning."""
     text = INPUTS[name]
     before = _parsed(text)
     present = docker.configure(text, set_as_default=True)
@@ -127,7 +186,6 @@ def test_absent_restores_the_original_meaning(name):
     assert result["changed"] is True
     after = json.loads(result["text"])
     assert _unmanaged(after) == _unmanaged(before)
-    assert "nvidia" not in after.get("runtimes", {})
     other_runtimes = {key: value for key, value in before.get("runtimes", {}).items() if key != "nvidia"}
     assert after.get("runtimes", {}) == other_runtimes
     if not other_runtimes:
@@ -136,11 +194,20 @@ def test_absent_restores_the_original_meaning(name):
         assert _effective_default(after) == _effective_default(before)
     else:
         assert "default-runtime" not in after
-    # features.cdi is left alone on absent; everything else of features is the user's.
     assert after["features"] == dict(before.get("features", {}), cdi=True)
+    assert any('"features.cdi" is left as it is' in warning for warning in result["warnings"])
     again = docker.configure(result["text"], state="absent")
     assert again["changed"] is False
     assert again["text"] == result["text"]
+
+
+@pytest.mark.parametrize("record, message", [
+    ({"version": 99, "entries": {}}, "not one this version can read"),
+    ({"version": 1, "runtime_name": "nvidia2", "entries": {}}, "^runtime_name: gpuops.nvidia added the runtime 'nvidia2'"),
+])
+def test_unusable_records_are_refused(record, message):
+    with pytest.raises(ConfigError, match=message):
+        docker.configure("{}", state="absent", record=record)
 
 
 @pytest.mark.parametrize("text, expected", [
@@ -172,7 +239,8 @@ def test_absent_removes_exactly_what_the_editor_adds(text, expected):
 
 
 def test_missing_file_absent_gives_no_file():
-    assert docker.configure(None, state="absent") == {"text": None, "changed": False, "data": {}, "warnings": []}
+    assert docker.configure(None, state="absent") == {"text": None, "changed": False, "data": {}, "record": None,
+                                                      "warnings": []}
 
 
 def test_set_as_default_false_leaves_an_existing_default_alone():
@@ -185,7 +253,7 @@ def test_set_as_default_false_leaves_an_existing_default_alone():
 def test_already_right_file_is_not_reformatted():
     text = '{ "runtimes" : { "nvidia" : { "path" : "%s" } }, "features" : { "cdi" : true } }' % NV_PATH
     result = docker.configure(text)
-    assert result == {"text": text, "changed": False, "data": json.loads(text), "warnings": []}
+    assert result == {"text": text, "changed": False, "data": json.loads(text), "record": None, "warnings": []}
 
 
 @pytest.mark.parametrize("name, indent", [("mirrors", "  "), ("logging-cgroups", "    "), ("tabs-unicode", "\t"), ("compact", "  "),
@@ -199,7 +267,7 @@ def test_output_keeps_the_indentation_and_non_ascii(name, indent):
 
 
 def test_new_keys_are_appended_and_path_replaced_in_place():
-    text = '{"default-runtime": "runc", "runtimes": {"nvidia": {"runtimeArgs": ["--debug"], "path": "/old"}}, "debug": true}'
+    text = '{"default-runtime": "runc", "runtimes": {"nvidia": {"runtimeArgs": ["--debug"], "path": "/opt/old/nvidia-container-runtime"}}, "debug": true}'
     data = docker.configure(text, set_as_default=True)["data"]
     assert list(data) == ["default-runtime", "runtimes", "debug", "features"]
     assert list(data["runtimes"]["nvidia"]) == ["runtimeArgs", "path"]
@@ -293,15 +361,27 @@ def test_absent_checks_runtimes_type_too():
 
 
 @pytest.mark.parametrize("kwargs, message", [
-    ({"state": "latest"}, "state must be"),
-    ({"runtime_name": ""}, "runtime_name must be"),
-    ({"runtime_name": "runc"}, "built-in runtime"),
-    ({"runtime_path": ""}, "runtime_path must be"),
-    ({"runtime_path": None}, "runtime_path must be"),
+    ({"state": "latest"}, "^state: must be present or absent"),
+    ({"runtime_name": ""}, "^runtime_name: '' is not a valid runtime handler name"),
+    ({"runtime_name": "runc"}, "^runtime_name: 'runc' is Docker's own runtime"),
+    ({"runtime_name": "io.containerd.runc.v2"}, "^runtime_name: 'io.containerd.runc.v2' is not a valid runtime handler"),
+    ({"runtime_name": "my gpu"}, "^runtime_name: 'my gpu' is not a valid runtime handler name"),
+    ({"runtime_path": ""}, "^runtime_path: must be the path"),
+    ({"runtime_path": None}, "^runtime_path: must be the path"),
 ])
 def test_bad_arguments(kwargs, message):
-    with pytest.raises(ValueError, match=message):
+    with pytest.raises(ConfigError, match=message) as err:
         docker.configure("{}", **kwargs)
+    assert err.value.option == next(iter(kwargs))
+
+
+def test_another_runtime_of_that_name_is_not_replaced():
+    with pytest.raises(ConfigError, match=r"^runtime_name: the Docker configuration already defines a runtime "
+                                          r"'runsc' \(/usr/local/bin/runsc\) that is not NVIDIA's"):
+        docker.configure(INPUTS["gvisor"], runtime_name="runsc")
+    # NVIDIA's own entry (the GPU Operator's toolkit path) is updated
+    result = docker.configure(INPUTS["nvidia-with-args"])
+    assert result["data"]["runtimes"]["nvidia"] == {"path": NV_PATH, "runtimeArgs": ["--debug"]}
 
 
 @pytest.mark.parametrize("text, expected", [
@@ -374,26 +454,18 @@ def test_cdi_on_old_docker_fails_or_is_skipped():
     assert enabled is False and "Docker 24.0.9 does not support CDI" in warning
 
 
-def test_validate_runs_dockerd_on_a_scratch_copy():
-    seen = {}
-
-    def run(argv):
-        seen["argv"] = argv
-        with open(argv[-1], encoding="utf-8") as handle:
-            seen["text"] = handle.read()
-        return 1, "", "unable to configure the Docker daemon with file %s: invalid logging level: verbose" % argv[-1]
-
-    problems, warnings = docker.validate(run, "/usr/sbin/dockerd", '{"log-level": "verbose"}\n', (26, 1, 5))
-    assert seen["argv"][:3] == ["/usr/sbin/dockerd", "--validate", "--config-file"]
-    assert seen["argv"][3] != "/etc/docker/daemon.json" and seen["text"] == '{"log-level": "verbose"}\n'
-    assert problems == ["dockerd rejected the planned configuration: unable to configure the Docker daemon with "
-                        "file the planned daemon.json: invalid logging level: verbose"]
-    assert warnings == []
+def test_validation_plan_and_problems():
+    files, make_argv, warnings = docker.validation_plan('{"log-level": "verbose"}\n', (26, 1, 5))
+    assert files == {"daemon.json": '{"log-level": "verbose"}\n'} and warnings == []
+    assert make_argv("/usr/sbin/dockerd", "/tmp/x") == ["/usr/sbin/dockerd", "--validate", "--config-file",
+                                                         "/tmp/x/daemon.json"]
+    assert docker.validation_problems(1, "", "unable to configure the Docker daemon with file the planned daemon.json: "
+                                             "invalid logging level: verbose\n") == [
+        "dockerd rejected the planned configuration: unable to configure the Docker daemon with "
+        "file the planned daemon.json: invalid logging level: verbose"]
+    assert docker.validation_problems(0, "configuration OK\n", "") == []
 
 
-def test_validate_is_skipped_with_a_warning_before_docker_23():
-    def run(argv):
-        raise AssertionError("dockerd 20.10 has no --validate and must not be called")
-
-    problems, warnings = docker.validate(run, "/usr/sbin/dockerd", "{}\n", (20, 10, 24))
-    assert problems == [] and "--validate needs Docker 23" in warnings[0]
+def test_validation_is_skipped_with_a_warning_before_docker_23():
+    files, make_argv, warnings = docker.validation_plan("{}\n", (20, 10, 24))
+    assert files == {} and make_argv is None and "--validate needs Docker 23" in warnings[0]
