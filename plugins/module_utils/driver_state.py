@@ -1,11 +1,13 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, gpuops.nvidia contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Installed versus loaded NVIDIA driver: parsers for package-manager and DKMS output, and
-the pure decision of what state the host is in and whether it needs a reboot."""
+"""Installed versus loaded NVIDIA driver: the package database and the DKMS tree read under a
+root directory (tests point it at a prepared tree), pure parsers of them, and the pure decision
+of what state the host is in and whether it needs a reboot."""
 
 from __future__ import annotations
 
+import os
 import re
 
 __metaclass__ = type
@@ -24,7 +26,8 @@ DRIVER_PACKAGE_PATTERNS = (
 # Driver packages: not the container toolkit's (nvidia-container-*, libnvidia-container*).
 RELATED_PACKAGES = r"^(nvidia-(?!container)|libnvidia-(?!container)|cuda-drivers|xserver-xorg-video-nvidia|firmware-nvidia|kmod-nvidia)"
 
-DPKG_FORMAT = "${Package}\\t${Version}\\t${db:Status-Abbrev}\\n"
+DPKG_STATUS = "var/lib/dpkg/status"
+DKMS_TREE = "var/lib/dkms"
 RPM_FORMAT = "%{NAME}\\t%{VERSION}-%{RELEASE}\\tii\\n"
 
 
@@ -34,9 +37,87 @@ def upstream_version(package_version: str) -> str | None:
     return match.group(1) if match else None
 
 
+def parse_dpkg_status(text: str) -> dict:
+    """dpkg's status database -> {package: {'version', 'installed', 'held'}} for every package
+    dpkg knows (installed: status 'install ok installed' or 'hold ok installed')."""
+    packages = {}
+    for stanza in re.split(r"\n\s*\n", text or ""):
+        fields = {}
+        for line in stanza.splitlines():
+            if line[:1] in (" ", "\t") or ":" not in line:
+                continue  # continuation of a multi-line field
+            key, value = line.split(":", 1)
+            fields[key.strip()] = value.strip()
+        name = fields.get("Package")
+        if not name:
+            continue
+        want, _flag, status = (fields.get("Status", "") + "   ").split(" ", 2)
+        packages[name] = {"version": fields.get("Version"), "installed": status.strip() == "installed",
+                          "held": want == "hold"}
+    return packages
+
+
+def read_dpkg_status(root: str = "/") -> dict | None:
+    """parse_dpkg_status of root's dpkg database; None when the host has no dpkg database."""
+    try:
+        with open(os.path.join(root, DPKG_STATUS), encoding="utf-8", errors="replace") as handle:
+            return parse_dpkg_status(handle.read())
+    except FileNotFoundError:
+        return None
+
+
+def driver_packages(status: dict) -> tuple:
+    """({name: version} of the installed NVIDIA driver packages, [held driver packages])."""
+    installed = {name: info["version"] for name, info in status.items()
+                 if info["installed"] and re.match(RELATED_PACKAGES, name)}
+    return installed, sorted(name for name in installed if status[name]["held"])
+
+
+def read_installed(root: str = "/", run=None) -> tuple:
+    """({name: version}, [held]) of the NVIDIA driver packages installed under root: dpkg's
+    database, else rpm's through run(argv) -> stdout text (rpm and dnf with --root/--installroot).
+    """
+    status = read_dpkg_status(root)
+    if status is not None:
+        return driver_packages(status)
+    if run is None:
+        return {}, []
+    packages = parse_package_list(run(["rpm", "--root", root, "-qa", "--qf", RPM_FORMAT]))
+    return packages, parse_held(run(["dnf", "--installroot", root, "versionlock", "list"]))
+
+
+def read_dkms_tree(root: str = "/") -> list:
+    """The NVIDIA modules DKMS knows, from its tree (var/lib/dkms/MODULE/VERSION/...), as
+    `dkms status` would list them: [{module, version, kernel, state}] with state 'added'
+    (source registered), 'built' or 'installed' (the MODULE/kernel-KERNEL-ARCH link exists)."""
+    base = os.path.join(root, DKMS_TREE)
+    entries = []
+    for module in sorted(os.listdir(base)) if os.path.isdir(base) else []:
+        if "nvidia" not in module or not os.path.isdir(os.path.join(base, module)):
+            continue
+        installed = {}
+        for name in os.listdir(os.path.join(base, module)):
+            link = os.path.join(base, module, name)
+            if name.startswith("kernel-") and os.path.islink(link):
+                installed[os.path.normpath(os.readlink(link))] = True
+        for version in sorted(os.listdir(os.path.join(base, module))):
+            vdir = os.path.join(base, module, version)
+            if version.startswith("kernel-") or not os.path.isdir(vdir) or os.path.islink(vdir):
+                continue
+            kernels = [k for k in sorted(os.listdir(vdir)) if k != "source" and os.path.isdir(os.path.join(vdir, k))]
+            if not kernels:
+                entries.append({"module": module, "version": version, "kernel": None, "state": "added"})
+            for kernel in kernels:
+                arches = sorted(os.listdir(os.path.join(vdir, kernel))) or [None]
+                state = "installed" if any(os.path.normpath(os.path.join(version, kernel, arch or "")) in installed
+                                           for arch in arches) else "built"
+                entries.append({"module": module, "version": version, "kernel": kernel, "state": state})
+    return entries
+
+
 def parse_package_list(text: str) -> dict:
-    """`dpkg-query -W -f=DPKG_FORMAT` (or rpm with RPM_FORMAT) output -> {name: version} of the
-    installed NVIDIA driver packages (dpkg status 'ii' or 'hi' = installed)."""
+    """`rpm -qa --qf RPM_FORMAT` output -> {name: version} of the installed NVIDIA driver
+    packages."""
     found = {}
     for line in (text or "").splitlines():
         parts = line.split("\t")
@@ -49,8 +130,7 @@ def parse_package_list(text: str) -> dict:
 
 
 def parse_held(text: str) -> list:
-    """NVIDIA package names from `apt-mark showhold` (one name a line) or `dnf versionlock
-    list` ('nvidia-driver-3:580.95.05-1.el9.*')."""
+    """NVIDIA package names from `dnf versionlock list` ('nvidia-driver-3:580.95.05-1.el9.*')."""
     names = set()
     for line in (text or "").splitlines():
         entry = line.strip()
@@ -70,31 +150,6 @@ def installed_driver_version(packages: dict) -> tuple:
                 if version:
                     return version, name
     return None, None
-
-
-def parse_dkms_status(text: str) -> list:
-    """`dkms status` lines -> [{module, version, kernel, state}]. Handles both the old
-    'nvidia, 535.216.01, 6.1.0-28-amd64, x86_64: installed' and the new
-    'nvidia-current/535.216.01, 6.1.0-28-amd64, x86_64: installed' forms; 'added' lines have
-    no kernel."""
-    entries = []
-    for line in (text or "").splitlines():
-        if ":" not in line:
-            continue
-        head, state = line.rsplit(":", 1)
-        fields = [f.strip() for f in head.split(",")]
-        if "/" in fields[0]:
-            module, version = fields[0].split("/", 1)
-            rest = fields[1:]
-        elif len(fields) >= 2:
-            module, version, rest = fields[0], fields[1], fields[2:]
-        else:
-            continue
-        if "nvidia" not in module:
-            continue
-        entries.append({"module": module, "version": version, "kernel": rest[0] if rest else None,
-                        "state": state.strip().split()[0] if state.strip() else None})
-    return entries
 
 
 def decide(installed: str | None, loaded: str | None, container: bool) -> dict:

@@ -4,14 +4,17 @@
 """Pre-flight checks for a driver plan: will this host take this driver branch, module flavour,
 CUDA release and MIG plan? Pure: facts and the plan in, findings and a recommendation out.
 
-A finding is {code, severity (error|warning|info), message, fix} plus context keys. Every
-problem is reported, not only the first."""
+Findings have the collection's one shape (module_utils/findings.py). Every problem is
+reported, not only the first."""
 
 from __future__ import annotations
+
+import re
 
 __metaclass__ = type
 
 from ansible_collections.gpuops.nvidia.plugins.module_utils import compat
+from ansible_collections.gpuops.nvidia.plugins.module_utils import findings as fnd
 
 SOURCES = ("distro", "cuda_repo")
 
@@ -44,9 +47,9 @@ def _major_release(os_info: dict) -> str:
 
 
 def _finding(code, severity, message, fix, **extra):
-    item = {"code": code, "severity": severity, "message": message, "fix": fix}
-    item.update(extra)
-    return item
+    gpus = extra.get("gpus")
+    subject = extra.pop("subject", None) or (("GPU %s" % ", ".join(str(i) for i in gpus)) if gpus else "node")
+    return fnd.finding(code, severity, message, fix, subject=subject, **extra)
 
 
 def _models(gpus: list) -> list:
@@ -76,7 +79,8 @@ def check_branch(plan: dict, models: list, findings: list) -> int | None:
             "driver branch R%d is not a published NVIDIA datacenter branch (known: %s)"
             % (branch, ", ".join(str(b) for b in sorted(compat.BRANCHES))),
             "choose a published branch; R580 and R620 are long-term support branches"))
-    elif info["eol_passed"]:
+        return None
+    if info["eol_passed"]:
         findings.append(_finding(
             "branch_end_of_life", "warning",
             "driver branch R%d (%s) reached its end of life in %s" % (branch, info["kind"], info["eol"]),
@@ -94,6 +98,68 @@ def check_branch(plan: dict, models: list, findings: list) -> int | None:
             "set driver_branch to one of %s" % ", ".join(str(b) for b in supported),
             gpus=model["gpus"], architecture=arch))
     return branch
+
+
+def check_driver_version(plan: dict, branch: int, findings: list) -> None:
+    """An exact driver_version must be a whole NVIDIA version on the requested branch: a bare
+    "580" would write an apt pin ("580-*") that matches no package, and a version of another
+    branch cannot be pinned together with the branch."""
+    version = plan.get("driver_version")
+    if not version:
+        return
+    if not re.match(r"^\d{3}\.\d+(\.\d+)?$", str(version)):
+        findings.append(_finding(
+            "driver_version_invalid", "error",
+            "driver_version %r is not a whole driver version (NVIDIA's look like 580.95.05 or 570.26)" % (version,),
+            "set driver_version to an exact version such as %d.95.05, or leave it empty to follow branch R%d"
+            % (branch, branch), subject="driver_version"))
+    elif int(str(version).split(".")[0]) != branch:
+        findings.append(_finding(
+            "driver_version_off_branch", "error",
+            "driver_version %s is not on the requested branch R%d" % (version, branch),
+            "set driver_branch to %s, or a driver_version of branch %d" % (str(version).split(".")[0], branch),
+            subject="driver_version"))
+
+
+def plan_action(plan: dict, branch: int, installed: str | None, loaded: str | None, findings: list) -> dict:
+    """What the run will do to the driver, compared with what the host has: install (nothing
+    there), keep, update (another version of the same branch, only with driver_version), or
+    change_branch - an upgrade that drains and reboots a node, refused unless
+    allow_branch_change says so."""
+    current = installed or loaded
+    version = plan.get("driver_version") or None
+    have = []
+    if installed:
+        have.append("installed %s" % installed)
+    if loaded and loaded != installed:
+        have.append("loaded %s" % loaded)
+    elif loaded:
+        have[-1] += " (loaded)"
+    have = ", ".join(have) or "no driver"
+    wanted = "driver %s" % version if version else "branch R%d" % branch
+    if current is None:
+        action, message = "install", "no NVIDIA driver on the host: the run installs %s" % wanted
+    elif compat.parse_branch(current) != branch:
+        action = "change_branch"
+        message = "%s; %s was requested: the run would change the driver branch" % (have, wanted)
+        if plan.get("allow_branch_change"):
+            findings.append(_finding(
+                "driver_branch_change", "warning", message + " (allowed by allow_branch_change)",
+                "drain the node first: the new branch runs after a reboot", subject="driver"))
+        else:
+            findings.append(_finding(
+                "driver_branch_change", "error", message + ", which is an upgrade and needs to be asked for",
+                "set driver_branch to %d to keep the node's driver, or allow the branch change explicitly "
+                "(allow_branch_change; role variable driver_allow_branch_change) after draining the node"
+                % compat.parse_branch(current), subject="driver"))
+    elif version and version != installed:
+        action, message = "update", "%s; the run moves the driver to %s (same branch R%d)" % (have, version, branch)
+        findings.append(_finding("driver_update_planned", "info", message,
+                                 "nothing to do; the new version runs after a reboot", subject="driver"))
+    else:
+        action, message = "keep", "%s: the run keeps it (branch R%d)" % (have, branch)
+    return {"action": action, "installed": installed, "loaded": loaded, "branch": branch, "version": version,
+            "message": message}
 
 
 def check_flavour(plan: dict, models: list, branch: int, findings: list) -> str | None:
@@ -224,9 +290,9 @@ def check_host(plan: dict, host: dict, devices: dict, branch: int, findings: lis
             "kernel_headers_missing", "warning",
             "the headers of the running kernel %s are not installed; DKMS needs them to build the "
             "NVIDIA module" % release,
-            "the driver role installs them (linux-headers-%s on Debian/Ubuntu, kernel-devel-%s on "
-            "RHEL): make sure the package repositories still carry that version, or boot a kernel "
-            "whose headers are available" % (release, release)))
+            "install linux-headers-%s (Debian/Ubuntu; kernel-devel-%s on RHEL) - the driver role does "
+            "with driver_kernel_headers: true - or boot a kernel whose headers the package "
+            "repositories still carry" % (release, release), subject="kernel"))
     if host.get("secure_boot") and dkms:
         findings.append(_finding(
             "secure_boot_unsigned_module", "error",
@@ -302,8 +368,9 @@ def gpu_list(nvml_gpus: list, pci_gpus: list) -> list:
              "bus_id": g.get("bus_id")} for i, g in enumerate(pci_gpus)]
 
 
-def run(plan: dict, host: dict, devices: dict, gpus: list) -> dict:
-    """All checks. Returns {'findings', 'recommendation', 'failed_checks'}."""
+def run(plan: dict, host: dict, devices: dict, gpus: list, driver: dict | None = None) -> dict:
+    """All checks. driver is what the host has: {'installed': version or None, 'loaded':
+    version or None}. Returns {'findings', 'recommendation', 'action', 'errors'}."""
     findings = []
     models = _models(gpus)
     if not gpus:
@@ -313,8 +380,10 @@ def run(plan: dict, host: dict, devices: dict, gpus: list) -> dict:
         mig_known = [g.get("mig_capable") for g in gpus if g.get("name") == model["name"]]
         model["mig_capable"] = mig_known[0] if mig_known else None
     branch = check_branch(plan, models, findings)
-    recommendation = None
+    recommendation = action = None
     if branch is not None:
+        check_driver_version(plan, branch, findings)
+        action = plan_action(plan, branch, (driver or {}).get("installed"), (driver or {}).get("loaded"), findings)
         flavour = check_flavour(plan, models, branch, findings)
         check_cuda(plan, models, branch, findings)
         check_mig(plan, models, branch, findings)
@@ -329,7 +398,6 @@ def run(plan: dict, host: dict, devices: dict, gpus: list) -> dict:
                 "fabric_manager": bool(devices.get("nvswitches")),
                 "dkms": builds_with_dkms(plan, host),
             }
-    order = {"error": 0, "warning": 1, "info": 2}
-    findings.sort(key=lambda f: order[f["severity"]])
-    return {"findings": findings, "recommendation": recommendation,
-            "errors": sum(1 for f in findings if f["severity"] == "error")}
+    findings = fnd.ordered(findings)
+    return {"findings": findings, "recommendation": recommendation, "action": action,
+            "errors": fnd.counts(findings)["error"]}

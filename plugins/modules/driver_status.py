@@ -23,7 +23,10 @@ author:
   - gpuops.nvidia maintainers (@gpuops)
 options:
   host_root:
-    description: Directory under which C(/proc), C(/sys) and container markers are read.
+    description:
+      - Directory under which every host file is read - C(/proc), C(/sys), the package database
+        (C(/var/lib/dpkg/status), or rpm's with C(--root)), the DKMS tree (C(/var/lib/dkms))
+        and container markers - for checking a mounted image or a prepared tree.
     type: path
     default: /
 extends_documentation_fragment:
@@ -100,16 +103,9 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpuops.nvidia.plugins.module_utils import driver_state, kernel
+from ansible_collections.gpuops.nvidia.plugins.module_utils import commands, driver_state, kernel
 
 CONTAINER_MARKERS = ("run/.containerenv", ".dockerenv")
-
-
-def _run(module, argv):
-    if not module.get_bin_path(argv[0]):
-        return ""
-    rc, out, _err = module.run_command(argv, environ_update={"LANG": "C", "LC_ALL": "C"})
-    return out if rc == 0 else ""
 
 
 def main():
@@ -118,14 +114,7 @@ def main():
         supports_check_mode=True,
     )
     root = module.params["host_root"]
-    if module.get_bin_path("dpkg-query"):
-        listing = _run(module, ["dpkg-query", "-W", "-f=" + driver_state.DPKG_FORMAT])
-        held_text = _run(module, ["apt-mark", "showhold"])
-    else:
-        listing = _run(module, ["rpm", "-qa", "--qf", driver_state.RPM_FORMAT])
-        held_text = _run(module, ["dnf", "versionlock", "list"])
-    packages = driver_state.parse_package_list(listing)
-    held = driver_state.parse_held(held_text)
+    packages, held = driver_state.read_installed(root, lambda argv: commands.output(module, argv))
     installed, source = driver_state.installed_driver_version(packages)
     loaded = kernel.loaded_module(root)
     container = any(os.path.exists(os.path.join(root, marker)) for marker in CONTAINER_MARKERS)
@@ -138,7 +127,7 @@ def main():
         kernel_module=loaded,
         packages=packages,
         held=held,
-        dkms=driver_state.parse_dkms_status(_run(module, ["dkms", "status"])),
+        dkms=driver_state.read_dkms_tree(root),
         **decision
     )
 

@@ -21,6 +21,9 @@ description:
     the distribution release against the chosen O(source); kernel headers when DKMS will build;
     Secure Boot with an unsigned build; nouveau loaded or not blacklisted; a driver installed by
     NVIDIA's .run installer; NVSwitches that need the fabric manager; free disk space."
+  - Compares the plan with the driver the host has installed (its package database) and loaded,
+    and says what a run will do (RV(action)) - install, keep, update within the branch, or change
+    the branch, which is refused unless O(allow_branch_change=true).
   - Reports every problem at once, each with a code, a message that names the GPU model, what is
     required and what was asked, and a fix. Changes nothing.
 author:
@@ -34,9 +37,18 @@ options:
     type: str
     required: true
   driver_version:
-    description: Exact driver version to pin (for example C(580.95.05)); checked against the CUDA
-      and MIG minimums instead of the branch.
+    description:
+      - Exact driver version to pin (for example C(580.95.05)); checked against the CUDA and MIG
+        minimums instead of the branch.
+      - Must be a whole version (C(580) alone is refused) on O(driver_branch).
     type: str
+  allow_branch_change:
+    description:
+      - Allow a plan whose branch differs from the driver the host has installed (or loaded).
+        Changing the branch is an upgrade that needs the node drained and rebooted; without this
+        it is an error finding, so a default or a typo never starts one.
+    type: bool
+    default: false
   kernel_module_type:
     description: Kernel module flavour. C(auto) chooses from the GPUs and the branch.
     type: str
@@ -65,8 +77,9 @@ options:
     type: bool
     default: true
   host_root:
-    description: Directory under which C(/sys), C(/proc), C(/etc), C(/lib/modules) and C(pci.ids)
-      are read; only useful when the host's file systems are mounted elsewhere.
+    description: Directory under which C(/sys), C(/proc), C(/etc), C(/lib/modules), the package
+      database and C(pci.ids) are read; only useful when the host's file systems are mounted
+      elsewhere.
     type: path
     default: /
 extends_documentation_fragment:
@@ -111,9 +124,19 @@ findings:
       message: "NVIDIA H100 80GB HBM3 (Hopper) needs driver branch R525 and newer; branch R470 was requested.
         Supported branches for Hopper: R535, R550, R560, R565, R570, R575, R580, R590, R595, R610, R620"
       fix: set driver_branch to one of 535, 550, ...
+      subject: GPU 0, 1, 2, 3
+action:
+  description:
+    - What the run will do to the driver - C(install), C(keep), C(update) (another version of
+      the same branch) or C(change_branch) - compared with what is installed and loaded, in
+      words in RV(action.message). Null when the branch is invalid or unknown.
+  returned: always
+  type: dict
+  sample: {action: change_branch, installed: 570.172.08, loaded: 570.172.08, branch: 580, version: null,
+           message: "installed 570.172.08 (loaded); branch R580 was requested: the run would change the driver branch"}
 recommendation:
   description: The branch, module flavour, source and packages to install; null when the plan
-    cannot be worked out (invalid branch, conflicting flavours).
+    cannot be worked out (invalid or unknown branch, conflicting flavours).
   returned: always
   type: dict
   sample: {branch: 580, kernel_module_type: open, source: cuda_repo, packages: [nvidia-open],
@@ -140,8 +163,8 @@ driver:
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.gpuops.nvidia.plugins.module_utils import commands, driver_state, kernel, nvml, pci, preflight
 from ansible_collections.gpuops.nvidia.plugins.module_utils import host as host_facts
-from ansible_collections.gpuops.nvidia.plugins.module_utils import nvml, pci, preflight
 
 
 def main():
@@ -149,6 +172,7 @@ def main():
         argument_spec=dict(
             driver_branch=dict(type="str", required=True),
             driver_version=dict(type="str"),
+            allow_branch_change=dict(type="bool", default=False),
             kernel_module_type=dict(type="str", default="auto", choices=["auto", "open", "proprietary"]),
             cuda_version=dict(type="str"),
             mig_required=dict(type="bool", default=False),
@@ -173,20 +197,25 @@ def main():
         devices["nvswitches"] = [{"bus_id": bus_id} for bus_id in sorted(behind_nvlink)]
     host = host_facts.gather(root)
     gpus = preflight.gpu_list(node["gpus"], devices["gpus"])
-    report = preflight.run(params, host, devices, gpus)
+    packages, _held = driver_state.read_installed(root, lambda argv: commands.output(module, argv))
+    loaded = kernel.loaded_module(root)["version"] or (node["driver"].get("version") if node["driver"]["loaded"]
+                                                       else None)
+    report = preflight.run(params, host, devices, gpus,
+                           {"installed": driver_state.installed_driver_version(packages)[0], "loaded": loaded})
 
     result = dict(
         changed=False,
         passed=report["errors"] == 0,
         findings=report["findings"],
         recommendation=report["recommendation"],
+        action=report["action"],
         gpus=gpus,
         nvswitch_count=len(devices["nvswitches"]),
         host=host,
         driver=node["driver"],
     )
     if report["errors"] and params["fail_on_problems"]:
-        errors = [f["message"] for f in report["findings"] if f["severity"] == "error"]
+        errors = ["%s (fix: %s)" % (f["message"], f["fix"]) for f in report["findings"] if f["severity"] == "error"]
         module.fail_json(msg="pre-flight found %d problem(s): %s" % (len(errors), " | ".join(errors)), **result)
     module.exit_json(**result)
 

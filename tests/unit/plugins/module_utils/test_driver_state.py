@@ -6,21 +6,74 @@ import pytest
 
 from ansible_collections.gpuops.nvidia.plugins.module_utils import driver_state
 
-DPKG = "\n".join([
-    "adduser\t3.134\tii ",
-    "libnvidia-ml1:amd64\t535.247.01-1~deb12u1\tii ",
-    "libnvidia-ml1\t535.247.01-1~deb12u1\tii ",
-    "nvidia-driver\t535.247.01-1~deb12u1\thi ",
-    "nvidia-kernel-dkms\t535.247.01-1~deb12u1\tii ",
-    "nvidia-legacy-check\t535.247.01-1~deb12u1\trc ",
-    "python3-pynvml\t11.525.112-1\tii ",
-])
+# A slice of a real dpkg status database (/var/lib/dpkg/status), with a held package, a
+# removed-but-not-purged one ("deinstall ok config-files") and a multi-line field.
+DPKG_STATUS = """Package: adduser
+Status: install ok installed
+Priority: important
+Version: 3.134
+
+Package: libnvidia-ml1
+Status: install ok installed
+Architecture: amd64
+Version: 535.247.01-1~deb12u1
+Description: NVIDIA Management Library (NVML) runtime library
+ The NVIDIA Management Library (NVML) provides a monitoring and management API.
+ .
+ Status: this continuation line is no field
+
+Package: nvidia-driver
+Status: hold ok installed
+Version: 535.247.01-1~deb12u1
+
+Package: nvidia-kernel-dkms
+Status: install ok installed
+Version: 535.247.01-1~deb12u1
+
+Package: nvidia-legacy-check
+Status: deinstall ok config-files
+Version: 535.247.01-1~deb12u1
+
+Package: nvidia-container-toolkit
+Status: hold ok installed
+Version: 1.17.8-1
+
+Package: python3-pynvml
+Status: install ok installed
+Version: 11.525.112-1
+"""
 
 
-def test_parse_package_list():
-    assert driver_state.parse_package_list(DPKG) == {
-        "libnvidia-ml1": "535.247.01-1~deb12u1", "nvidia-driver": "535.247.01-1~deb12u1",
-        "nvidia-kernel-dkms": "535.247.01-1~deb12u1"}
+def test_parse_dpkg_status():
+    status = driver_state.parse_dpkg_status(DPKG_STATUS)
+    assert status["nvidia-driver"] == {"version": "535.247.01-1~deb12u1", "installed": True, "held": True}
+    assert status["nvidia-legacy-check"]["installed"] is False
+    assert status["libnvidia-ml1"] == {"version": "535.247.01-1~deb12u1", "installed": True, "held": False}
+    assert sorted(status) == ["adduser", "libnvidia-ml1", "nvidia-container-toolkit", "nvidia-driver",
+                              "nvidia-kernel-dkms", "nvidia-legacy-check", "python3-pynvml"]
+
+
+def test_read_installed_reads_the_database_under_the_root(tmp_path):
+    (tmp_path / "var" / "lib" / "dpkg").mkdir(parents=True)
+    (tmp_path / "var" / "lib" / "dpkg" / "status").write_text(DPKG_STATUS)
+
+    def run(argv):
+        raise AssertionError("a dpkg host needs no command: %s" % argv)
+    packages, held = driver_state.read_installed(str(tmp_path), run)
+    # the container toolkit and python3-pynvml are not driver packages
+    assert packages == {"libnvidia-ml1": "535.247.01-1~deb12u1", "nvidia-driver": "535.247.01-1~deb12u1",
+                        "nvidia-kernel-dkms": "535.247.01-1~deb12u1"}
+    assert held == ["nvidia-driver"]
+
+
+def test_read_installed_uses_rpm_with_the_root_elsewhere(tmp_path):
+    calls = []
+
+    def run(argv):
+        calls.append(argv)
+        return "nvidia-driver\t580.95.05-1.el9\tii\n" if argv[0] == "rpm" else "nvidia-driver-3:580.95.05-1.el9.*\n"
+    assert driver_state.read_installed(str(tmp_path), run) == ({"nvidia-driver": "580.95.05-1.el9"}, ["nvidia-driver"])
+    assert calls[0][:3] == ["rpm", "--root", str(tmp_path)] and calls[1][:3] == ["dnf", "--installroot", str(tmp_path)]
 
 
 @pytest.mark.parametrize("packages, version, source", [
@@ -37,22 +90,27 @@ def test_installed_driver_version(packages, version, source):
 
 
 def test_parse_held():
-    assert driver_state.parse_held("nvidia-driver\nlibnvidia-ml1\nopenssl\n") == ["libnvidia-ml1", "nvidia-driver"]
-    # the container toolkit's holds are not the driver's
-    assert driver_state.parse_held("nvidia-container-toolkit\nlibnvidia-container1\nnvidia-open\n") == ["nvidia-open"]
-    assert driver_state.parse_held("nvidia-driver-3:580.95.05-1.el9.*\nkernel-5.14.0-1.el9.*\n") == ["nvidia-driver"]
+    # the container toolkit's locks are not the driver's
+    assert driver_state.parse_held("nvidia-driver-3:580.95.05-1.el9.*\nkernel-5.14.0-1.el9.*\n"
+                                   "nvidia-container-toolkit-0:1.17.8-1.*\n") == ["nvidia-driver"]
 
 
-def test_parse_dkms_status():
-    text = ("nvidia-current/535.247.01, 6.1.0-28-amd64, x86_64: installed\n"
-            "nvidia, 470.256.02, 5.15.0-1-generic, x86_64: installed (WARNING! Diff between built and installed module!)\n"
-            "nvidia-current/535.247.01: added\n"
-            "zfs/2.1.11, 6.1.0-28-amd64, x86_64: installed\n")
-    assert driver_state.parse_dkms_status(text) == [
+def test_read_dkms_tree(tmp_path):
+    """The tree DKMS keeps: MODULE/VERSION/source, MODULE/VERSION/KERNEL/ARCH once built, and the
+    MODULE/kernel-KERNEL-ARCH link once installed."""
+    base = tmp_path / "var" / "lib" / "dkms"
+    (base / "nvidia-current" / "535.247.01" / "source").mkdir(parents=True)
+    (base / "nvidia-current" / "535.247.01" / "6.1.0-28-amd64" / "x86_64").mkdir(parents=True)
+    (base / "nvidia-current" / "kernel-6.1.0-28-amd64-x86_64").symlink_to("535.247.01/6.1.0-28-amd64/x86_64")
+    (base / "nvidia-current" / "535.247.01" / "6.1.0-30-amd64" / "x86_64").mkdir(parents=True)
+    (base / "nvidia" / "580.95.05" / "source").mkdir(parents=True)
+    (base / "zfs" / "2.1.11" / "6.1.0-28-amd64" / "x86_64").mkdir(parents=True)
+    assert driver_state.read_dkms_tree(str(tmp_path)) == [
+        {"module": "nvidia", "version": "580.95.05", "kernel": None, "state": "added"},
         {"module": "nvidia-current", "version": "535.247.01", "kernel": "6.1.0-28-amd64", "state": "installed"},
-        {"module": "nvidia", "version": "470.256.02", "kernel": "5.15.0-1-generic", "state": "installed"},
-        {"module": "nvidia-current", "version": "535.247.01", "kernel": None, "state": "added"},
+        {"module": "nvidia-current", "version": "535.247.01", "kernel": "6.1.0-30-amd64", "state": "built"},
     ]
+    assert driver_state.read_dkms_tree(str(tmp_path / "nothing")) == []
 
 
 @pytest.mark.parametrize("installed, loaded, container, state, reboot", [

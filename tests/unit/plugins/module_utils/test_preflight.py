@@ -27,11 +27,11 @@ V100 = [{"index": 0, "name": "Tesla V100-SXM2-16GB", "architecture": "volta"}]
 NVSWITCHES = {"nvswitches": [{"bus_id": "0000:05:00.0"}] * 4}
 
 
-def run(gpus=H100, host=None, devices=None, **plan):
+def run(gpus=H100, host=None, devices=None, driver=None, **plan):
     full = {"driver_branch": "580", "kernel_module_type": "auto", "source": "cuda_repo",
             "min_free_mib": 2048, "today": TODAY}
     full.update(plan)
-    return preflight.run(full, host or HOST, devices or {}, gpus)
+    return preflight.run(full, host or HOST, devices or {}, gpus, driver)
 
 
 def host_with(**changes):
@@ -114,8 +114,58 @@ def test_bad_branch_strings(branch, code):
     assert codes(report)[0] == (code, "error")
 
 
-def test_invalid_branch_has_no_recommendation():
-    assert run(driver_branch="latest")["recommendation"] is None
+@pytest.mark.parametrize("branch", ["latest", "999", "123"])
+def test_invalid_or_unknown_branch_has_no_recommendation(branch):
+    report = run(driver_branch=branch, devices=NVSWITCHES)
+    assert report["recommendation"] is None and report["action"] is None
+    assert len(report["findings"]) == 1  # nothing is checked against a branch that does not exist
+
+
+@pytest.mark.parametrize("version, code, message", [
+    ("580", "driver_version_invalid", "driver_version '580' is not a whole driver version"),
+    ("580.95", None, None),
+    ("580.95.05", None, None),
+    ("v580.95.05", "driver_version_invalid", "driver_version 'v580.95.05' is not a whole driver version"),
+    ("580.95.05-1", "driver_version_invalid", "driver_version '580.95.05-1' is not a whole driver version"),
+    ("570.172.08", "driver_version_off_branch", "driver_version 570.172.08 is not on the requested branch R580"),
+])
+def test_driver_version_must_be_whole_and_on_the_branch(version, code, message):
+    report = run(driver_version=version)
+    errors = [f for f in report["findings"] if f["severity"] == "error"]
+    if code is None:
+        assert errors == []
+    else:
+        assert [f["code"] for f in errors] == [code]
+        assert errors[0]["message"].startswith(message) and errors[0]["subject"] == "driver_version"
+
+
+@pytest.mark.parametrize("driver, plan, action, finding", [
+    ({"installed": None, "loaded": None}, {}, "install", None),
+    ({"installed": "580.95.05", "loaded": "580.95.05"}, {}, "keep", None),
+    ({"installed": "580.65.06", "loaded": "580.65.06"}, {"driver_version": "580.95.05"}, "update",
+     ("driver_update_planned", "info")),
+    ({"installed": "580.95.05", "loaded": "580.95.05"}, {"driver_version": "580.95.05"}, "keep", None),
+    ({"installed": "570.172.08", "loaded": "570.172.08"}, {}, "change_branch", ("driver_branch_change", "error")),
+    ({"installed": None, "loaded": "570.172.08"}, {}, "change_branch", ("driver_branch_change", "error")),
+    ({"installed": "570.172.08", "loaded": "570.172.08"}, {"allow_branch_change": True}, "change_branch",
+     ("driver_branch_change", "warning")),
+    ({"installed": "580.95.05", "loaded": "570.172.08"}, {}, "keep", None),
+])
+def test_the_plan_is_compared_with_the_installed_and_loaded_driver(driver, plan, action, finding):
+    report = run(driver=driver, **plan)
+    assert report["action"]["action"] == action
+    assert [(f["code"], f["severity"]) for f in report["findings"]] == ([finding] if finding else [])
+
+
+def test_branch_change_message_says_what_is_there_and_what_was_asked():
+    report = run(driver={"installed": "570.172.08", "loaded": "570.172.08"})
+    finding = report["findings"][0]
+    assert finding["message"] == ("installed 570.172.08 (loaded); branch R580 was requested: the run would change the "
+                                  "driver branch, which is an upgrade and needs to be asked for")
+    assert finding["fix"].startswith("set driver_branch to 570 to keep the node's driver, or allow the branch change")
+    assert "driver_allow_branch_change" in finding["fix"]
+    pending = run(driver={"installed": "580.95.05", "loaded": "570.172.08"})["action"]
+    assert pending["message"] == "installed 580.95.05, loaded 570.172.08: the run keeps it (branch R580)"
 
 
 @pytest.mark.parametrize("os_info, source, code", [
