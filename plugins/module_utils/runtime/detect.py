@@ -1,0 +1,129 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpuops.nvidia contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Which container runtime a node actually uses, and why: the kubelet's
+--container-runtime-endpoint when there is a kubelet, else the runtime service that runs, else
+what is installed. Docker's packages install (and run) containerd too, so "containerd is there"
+says nothing about a Docker node. Pure functions over what module_utils readers found, plus
+the readers of the kubelet's configuration under a root directory."""
+
+from __future__ import annotations
+
+import os
+import re
+
+__metaclass__ = type
+
+RUNTIMES = ("containerd", "crio", "docker")
+NAMES = {"containerd": "containerd", "crio": "CRI-O", "docker": "Docker"}
+BINARIES = {"containerd": "containerd", "crio": "crio", "docker": "dockerd"}
+SERVICES = {"containerd": "containerd.service", "crio": "crio.service", "docker": "docker.service"}
+# CDI: containerd 1.7 (keys honoured), CRI-O 1.23 (on by default), Docker 25 (features.cdi).
+CDI_MIN = {"containerd": (1, 7), "crio": (1, 23), "docker": (25, 0)}
+# Where kubelets are told their runtime endpoint (kubeadm, distribution defaults, config file).
+KUBELET_FLAG_FILES = ("var/lib/kubelet/kubeadm-flags.env", "etc/default/kubelet", "etc/sysconfig/kubelet")
+KUBELET_CONFIG_FILES = ("var/lib/kubelet/config.yaml", "etc/kubernetes/kubelet-config.yaml",
+                        "etc/kubernetes/kubelet/config.yaml")
+
+_ENDPOINT_FLAG_RE = re.compile(r"--container-runtime-endpoint[= ]\s*[\"']?([^\s\"']+)")
+_ENDPOINT_CONFIG_RE = re.compile(r"^containerRuntimeEndpoint:\s*[\"']?([^\s\"'#]+)", re.M)
+
+
+def parse_version(text: str | None) -> tuple | None:
+    """'containerd containerd.io 1.7.27 05044ec...' / 'crio version 1.34.0' / 'Docker version
+    26.1.5+dfsg1, build ...' -> (1, 7, 27); None when there is no version in it."""
+    match = re.search(r"(?:^|[\s v])(\d+)\.(\d+)(?:\.(\d+))?", text or "")
+    return tuple(int(part or 0) for part in match.groups()) if match else None
+
+
+def runtime_of_endpoint(endpoint: str | None) -> str | None:
+    """The runtime behind a CRI endpoint (unix:///run/containerd/containerd.sock -> containerd)."""
+    path = (endpoint or "").lower()
+    if "containerd" in path:
+        return "containerd"
+    if "crio" in path or "cri-o" in path:
+        return "crio"
+    if "dockerd" in path or "dockershim" in path or "docker" in path:
+        return "docker"
+    return None
+
+
+def kubelet_endpoint(root: str = "/") -> tuple:
+    """(endpoint, where it was read) of the kubelet's runtime endpoint, or (None, None): the
+    running kubelet's command line first, then kubeadm's flags file and the kubelet config."""
+    proc = os.path.join(root, "proc")
+    for pid in sorted(os.listdir(proc)) if os.path.isdir(proc) else []:
+        if not pid.isdigit():
+            continue
+        try:
+            with open(os.path.join(proc, pid, "cmdline"), "rb") as handle:
+                argv = handle.read().split(b"\0")
+        except OSError:
+            continue
+        if argv and os.path.basename(argv[0].decode("utf-8", "replace")) == "kubelet":
+            match = _ENDPOINT_FLAG_RE.search(" ".join(part.decode("utf-8", "replace") for part in argv))
+            if match:
+                return match.group(1), "the running kubelet's --container-runtime-endpoint"
+    for rel in KUBELET_FLAG_FILES + KUBELET_CONFIG_FILES:
+        try:
+            with open(os.path.join(root, rel), encoding="utf-8", errors="replace") as handle:
+                text = handle.read()
+        except OSError:
+            continue
+        match = _ENDPOINT_FLAG_RE.search(text) or _ENDPOINT_CONFIG_RE.search(text)
+        if match:
+            return match.group(1), "/" + rel
+    return None, None
+
+
+def cdi_supported(runtime: str, version: tuple | None) -> bool | None:
+    """Whether that runtime version can do CDI; None when the version is unknown."""
+    if version is None:
+        return None
+    return tuple(version[:2]) >= CDI_MIN[runtime]
+
+
+def _listed(names) -> str:
+    return ", ".join(NAMES[name] for name in names) or "none"
+
+
+def choose(requested: str, installed: dict, active: list, endpoint: str | None, endpoint_source: str | None) -> dict:
+    """The runtime to configure. installed: {runtime: version tuple or None} of the runtimes
+    whose binary is there; active: runtimes whose service runs. Returns {'runtime' (None when
+    there is none to configure), 'reason', 'problems' [messages], 'warnings' [messages]}."""
+    problems, warnings = [], []
+    kubelet_runtime = runtime_of_endpoint(endpoint)
+    if requested != "auto":
+        runtime = requested
+        reason = "%s was asked for" % NAMES[runtime]
+        if runtime not in installed:
+            problems.append("%s is not installed (no %s binary); installed: %s"
+                            % (NAMES[runtime], BINARIES[runtime], _listed(sorted(installed))))
+        if kubelet_runtime and kubelet_runtime != runtime:
+            warnings.append("%s was asked for, but the kubelet uses %s (%s is %s)"
+                            % (NAMES[runtime], NAMES[kubelet_runtime], endpoint_source, endpoint))
+        return {"runtime": runtime, "reason": reason, "problems": problems, "warnings": warnings}
+    if kubelet_runtime:
+        runtime = kubelet_runtime
+        reason = "the kubelet uses it: %s is %s" % (endpoint_source, endpoint)
+        if runtime not in installed:
+            problems.append("the kubelet's runtime endpoint %s is %s's, which is not installed" % (endpoint, NAMES[runtime]))
+    elif "docker" in active:
+        runtime = "docker"
+        reason = "docker.service is active" + (
+            " (the containerd that runs beside it is Docker's own)" if "containerd" in active else "")
+    elif len([name for name in active if name in ("containerd", "crio")]) > 1:
+        runtime = None
+        reason = "containerd and CRI-O both run and no kubelet says which one it uses"
+        problems.append(reason)
+    elif active:
+        runtime = active[0]
+        reason = "%s is active" % SERVICES[runtime]
+    elif installed:
+        runtime = "docker" if "docker" in installed else "crio" if "crio" in installed else "containerd"
+        reason = "%s is installed (not running); installed: %s" % (NAMES[runtime], _listed(sorted(installed)))
+    else:
+        runtime = None
+        reason = "no container runtime is installed (looked for containerd, crio and dockerd)"
+        problems.append(reason)
+    return {"runtime": runtime, "reason": reason, "problems": problems, "warnings": warnings}
