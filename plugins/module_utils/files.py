@@ -7,7 +7,9 @@ write a temp file in the target's directory, keep owner and mode, move it atomic
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
+import time
 
 __metaclass__ = type
 
@@ -45,15 +47,30 @@ def check_writable(path: str) -> str | None:
     return None
 
 
-def write_atomic(module, path: str, text: str, backup: bool = False, mode: int | None = None,
-                 like: str | None = None) -> str | None:
+def backup(module, path: str, directory: str | None = None) -> str | None:
+    """A copy of path (when it exists) next to it, as Ansible's backups are, or in directory -
+    for files in a directory the service reads whole (CRI-O reads every file in crio.conf.d,
+    a backup included). Returns the backup's path."""
+    if not os.path.exists(path):
+        return None
+    if directory is None:
+        return module.backup_local(path)
+    os.makedirs(directory, mode=0o700, exist_ok=True)
+    target = os.path.join(directory, "%s.%d.%s~" % (os.path.basename(path), os.getpid(),
+                                                    time.strftime("%Y-%m-%d@%H:%M:%S")))
+    shutil.copy2(path, target)
+    return target
+
+
+def write_atomic(module, path: str, text: str, backup_dir: str | None = None, mode: int | None = None,
+                 like: str | None = None, keep_backup: bool = False) -> str | None:
     """Write text to path through a temp file in the same directory and an atomic move.
     Owner and mode: the existing file's, else those of `like` (another file), else mode/0644.
-    Returns the backup file's path when one was made."""
+    With keep_backup, the file is backed up first (see backup()). Returns the backup's path."""
     directory = os.path.dirname(path)
     if directory and not os.path.isdir(directory):
         os.makedirs(directory, mode=0o755)
-    backup_file = module.backup_local(path) if backup and os.path.exists(path) else None
+    backup_file = backup(module, path, backup_dir) if keep_backup else None
     reference = path if os.path.exists(path) else like if like and os.path.exists(like) else None
     if reference:
         stat = os.stat(reference)
@@ -80,8 +97,9 @@ def write_atomic(module, path: str, text: str, backup: bool = False, mode: int |
     return backup_file
 
 
-def remove(module, path: str, backup: bool = False) -> str | None:
-    backup_file = module.backup_local(path) if backup and os.path.exists(path) else None
+def remove(module, path: str, keep_backup: bool = False, backup_dir: str | None = None) -> str | None:
+    """Remove path (backed up first with keep_backup). Returns the backup's path."""
+    backup_file = backup(module, path, backup_dir) if keep_backup else None
     if os.path.exists(path):
         os.unlink(path)
     return backup_file

@@ -14,7 +14,7 @@ import tempfile
 
 __metaclass__ = type
 
-from ansible_collections.gpuops.nvidia.plugins.module_utils.runtime import containerd, docker
+from ansible_collections.gpuops.nvidia.plugins.module_utils.runtime import containerd, crio, docker
 
 PLANNED = "the planned configuration"
 
@@ -59,3 +59,14 @@ def docker_config(run, binary: str, text: str, version) -> tuple:
     rc, out, err = in_scratch(run, "gpuops-docker-", build)
     return docker.validation_problems(rc, out.replace(PLANNED + "/daemon.json", "the planned daemon.json"),
                                       err.replace(PLANNED + "/daemon.json", "the planned daemon.json")), warnings
+
+
+def crio_config(run, binary: str, main_path: str, files, drop_in_text, drop_in_path: str, config_dir: str,
+                runtime_name: str, runtime_path: str, state: str) -> list:
+    """`crio config` over the planned files (CRI-O's own merge, TOML and value checks);
+    returns the problems (empty: valid)."""
+    def build(scratch):
+        laid, main, conf_d = crio.validation_files(main_path, files, drop_in_text, drop_in_path, config_dir, scratch)
+        return laid, crio.config_argv(binary, main, conf_d)
+    rc, out, err = in_scratch(run, "gpuops-crio-", build)
+    return crio.validation_problems(rc, out, err, runtime_name, runtime_path, state)

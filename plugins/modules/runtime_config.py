@@ -19,9 +19,16 @@ description:
     options and sets C(BinaryName). By default the settings go to a drop-in file and the main
     file only gains an C(imports) glob; before containerd 2.1 imported files replace whole
     plugin sections, so the drop-in then carries the main file's complete CRI section."
-  - "CRI-O: a drop-in file only. Docker: a merge into C(daemon.json)."
-  - Validates the result with C(containerd config dump) over the planned files in a scratch
-    directory before anything replaces the live files; an invalid result is never installed.
+  - "CRI-O: a drop-in file only. CRI-O's effective configuration (C(crio.conf), then every file
+    under the drop-in's directory in the order CRI-O reads them) gives the NVIDIA handler the
+    monitor settings of the node's default runtime (C(monitor_path), C(monitor_cgroup),
+    C(monitor_exec_cgroup), C(monitor_env)) and the options NVIDIA carries over
+    (C(runtime_root), C(allowed_annotations) ...), so it starts on every packaging of CRI-O
+    (upstream's keeps conmon in C(/usr/libexec/crio/)); O(handler_options) overrides them."
+  - "Docker: a merge into C(daemon.json)."
+  - Validates the result with the runtime's own parser over the planned files in a scratch
+    directory before anything replaces the live files (C(containerd config dump),
+    C(crio config), C(dockerd --validate)); an invalid result is never installed.
   - Malformed existing files make the module fail with the file, line and parser message,
     leaving them untouched. Options the runtime would misread fail with the option's name and
     the fix, before anything changes; that includes an O(runtime_name) that is no valid
@@ -86,7 +93,9 @@ options:
     choices: [present, absent]
     default: present
   backup:
-    description: Back up every file before changing it.
+    description:
+      - Back up every file before changing it. CRI-O drop-ins are backed up under O(state_dir)
+        (C(backups/)), since CRI-O reads every file in C(crio.conf.d), backups included.
     type: bool
     default: false
   validate:
@@ -99,6 +108,16 @@ options:
   containerd_version:
     description: containerd's version (e.g. C(1.7.24)); detected from the binary when not set.
     type: str
+  handler_options:
+    description:
+      - CRI-O only. Fields of the NVIDIA handler (C([crio.runtime.runtimes.<runtime_name>])) to set
+        instead of those copied from the default runtime, for example
+        C({monitor_path: /usr/libexec/crio/conmon}); a null value leaves a copied field out.
+      - The module refuses a handler CRI-O would not start with (no C(monitor_path) while conmon is
+        not in C($PATH), a C(monitor_path) that is no executable, a C(monitor_cgroup) that does not
+        suit the cgroup manager).
+    type: dict
+    default: {}
   state_dir:
     description:
       - Directory of the module's records of what it added where a file cannot carry a marker
@@ -164,6 +183,16 @@ docker_version:
   returned: when runtime is docker
   type: str
   sample: 26.1.5
+handler:
+  description: CRI-O only - the NVIDIA handler's fields besides runtime_path and runtime_type.
+  returned: when runtime is crio
+  type: dict
+  sample: {monitor_path: /usr/libexec/crio/conmon, runtime_root: /run/crun, allowed_annotations: [io.containers.trace-syscall]}
+handler_from:
+  description: CRI-O only - the runtime the handler's fields were copied from, and the file that defines it.
+  returned: when runtime is crio
+  type: dict
+  sample: {runtime: crun, from: /etc/crio/crio.conf.d/10-crio.conf}
 restart_required:
   description: True when a file changed, so the runtime must be restarted to use it.
   returned: always
@@ -242,14 +271,54 @@ def _plan_containerd(module, params, config_path, drop_in_path):
     return changes, [], plan["warnings"], {"config_version": plan["config_version"]}
 
 
-def _plan_crio(params, config_path, drop_in_path):
+def _walk(directory):
+    """Files under directory in the order CRI-O reads them (names in byte order, directories
+    at their place)."""
+    found = []
+    for name in sorted(os.listdir(directory)) if os.path.isdir(directory) else []:
+        path = os.path.join(directory, name)
+        if os.path.isdir(path):
+            found.extend(_walk(path))
+        elif os.path.isfile(path):
+            found.append(path)
+    return found
+
+
+def _plan_crio(module, params, config_path, drop_in_path):
+    config_dir = os.path.dirname(drop_in_path)
+    read = [(config_path, files.read_text(config_path))] if os.path.isfile(config_path) else []
+    later, after_drop_in = [], False
+    for path in _walk(config_dir):
+        if path == drop_in_path:
+            after_drop_in = True
+            continue
+        read.append((path, files.read_text(path)))
+        if after_drop_in:
+            later.append(path)
     current = files.read_text(drop_in_path)
     if current is not None:
-        crio.check_drop_in(current, source=drop_in_path)
-    after = None if params["state"] == "absent" else crio.drop_in(
-        runtime_name=params["runtime_name"], runtime_path=params["runtime_path"],
-        set_as_default=params["set_as_default"])
-    return [(drop_in_path, current, after)], [], [], {}
+        crio.parse_crio_config(current, drop_in_path)  # a malformed drop-in is named, not silently replaced
+    plan = crio.configure(read, drop_in_path=drop_in_path, runtime_name=params["runtime_name"],
+                          runtime_path=params["runtime_path"], set_as_default=params["set_as_default"],
+                          handler_options=params["handler_options"], state=params["state"], later=later)
+    if params["state"] == "present":
+        monitor = plan["handler"].get("monitor_path")
+        executables = {monitor: os.path.isfile(monitor) and os.access(monitor, os.X_OK)} if monitor else {}
+        problems = crio.handler_problems(plan["handler"], plan["cgroup_manager"], bool(module.get_bin_path("conmon")),
+                                         executables)
+        if problems:
+            raise option_error("handler_options", "the NVIDIA handler would stop CRI-O from starting (%s); nothing was "
+                               "changed" % "; ".join(problems),
+                               "set handler_options (e.g. monitor_path: /usr/libexec/crio/conmon) to what this node's "
+                               "CRI-O packaging needs")
+    binary = module.get_bin_path("crio", opt_dirs=["/usr/local/bin", "/usr/bin"])
+    if params["validate"] and binary and plan["text"] != current:
+        problems = validation.crio_config(module.run_command, binary, config_path, read, plan["text"], drop_in_path,
+                                          config_dir, params["runtime_name"], params["runtime_path"], params["state"])
+        if problems:
+            raise ConfigError("the planned CRI-O configuration is not valid, nothing was changed: %s" % "; ".join(problems))
+    extra = {"handler": plan["handler"], "handler_from": plan["base"]}
+    return [(drop_in_path, current, plan["text"])], [], plan["warnings"], extra
 
 
 def _record_path(params, config_path):
@@ -294,15 +363,16 @@ def _plan_docker(module, params, config_path):
             {"docker_version": docker.format_version(version)})
 
 
-def _apply(module, changed, backup, like):
+def _apply(module, changed, backup, like, backup_dir=None):
     backups = []
     for path, _before, after in changed:
         if after is None:
-            made = files.remove(module, path, backup)
+            made = files.remove(module, path, keep_backup=backup, backup_dir=backup_dir)
         else:
             # A drop-in that carries the main file's CRI section (credentials included) gets
             # the main file's owner and mode.
-            made = files.write_atomic(module, path, after, backup=backup, like=like if path != like else None)
+            made = files.write_atomic(module, path, after, keep_backup=backup, backup_dir=backup_dir,
+                                      like=like if path != like else None)
         if made:
             backups.append(made)
     return backups
@@ -325,6 +395,7 @@ def main():
             validate=dict(type="bool", default=True),
             containerd_version=dict(type="str"),
             state_dir=dict(type="path", default="/var/lib/gpuops/runtime_config"),
+            handler_options=dict(type="dict", default={}),
         ),
         supports_check_mode=True,
     )
@@ -342,7 +413,7 @@ def main():
         if runtime == "containerd":
             changes, records, warnings, extra = _plan_containerd(module, params, config_path, drop_in_path)
         elif runtime == "crio":
-            changes, records, warnings, extra = _plan_crio(params, config_path, drop_in_path)
+            changes, records, warnings, extra = _plan_crio(module, params, config_path, drop_in_path)
         else:
             changes, records, warnings, extra = _plan_docker(module, params, config_path)
     except ConfigError as exc:
@@ -359,7 +430,9 @@ def main():
 
     backups = []
     if (changed or records) and not module.check_mode:
-        backups = _apply(module, changed, params["backup"], config_path)
+        # CRI-O reads every file in crio.conf.d, a backup left there included: keep them elsewhere
+        backups = _apply(module, changed, params["backup"], config_path,
+                         os.path.join(params["state_dir"], "backups") if runtime == "crio" else None)
         _apply(module, records, False, None)
 
     result = dict(changed=bool(changed or records), files=[path for path, _b, _a in changed],

@@ -108,7 +108,7 @@ def main():
         if problem:
             module.fail_json(msg="cannot change %s: %s; nothing was changed" % (path, problem))
         if not module.check_mode:
-            backup = files.write_atomic(module, path, plan["text"], backup=module.params["backup"])
+            backup = files.write_atomic(module, path, plan["text"], keep_backup=module.params["backup"])
             if backup:
                 result["backup_file"] = backup
         if module._diff:

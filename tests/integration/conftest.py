@@ -13,6 +13,8 @@ import sys
 import pytest
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+# `make test` sets it: a missing prerequisite then fails the test instead of skipping it.
+REQUIRE_ALL = os.environ.get("GPUOPS_REQUIRE_ALL") == "1"
 WITH_GPUS = os.path.join(REPO, "tests", "lab", "with-gpus")
 BIN = os.path.dirname(sys.executable)
 
@@ -70,6 +72,17 @@ class Lab:
             argv += ["-e", json.dumps(extra_vars)]
         proc = self.run(profile, argv, check=check)
         return proc, json.loads(proc.stdout)
+
+
+def require(present, what, how):
+    """Skip (outside `make test`) or fail (under it) when a prerequisite is missing; the reason
+    names it and how to get it."""
+    if present:
+        return
+    message = "%s is missing: %s" % (what, how)
+    if REQUIRE_ALL:
+        pytest.fail(message + " (make test must provide it)")
+    pytest.skip(message)
 
 
 @pytest.fixture

@@ -52,6 +52,7 @@ NOISE = ("node configuration validation for systemd AllowedCPUs failed",  # no s
 _TEXT_LINE = re.compile(r'level=(\w+) msg=("(?:[^"\\]|\\.)*"|\S*)')
 _STOP = re.compile(r"^Failed to listen: listen unix .*: bind: invalid argument$")
 CURRENT_CONFIG = "Current CRI-O configuration:\n"
+SYSTEM_PATH = "/usr/sbin:/usr/bin:/sbin:/bin"
 
 
 def go_cache():
@@ -254,3 +255,52 @@ def crio_start_check(main_text, drop_ins=None, *, workdir=None, binary=None, pat
     finally:
         if tmp is not None:
             tmp.cleanup()
+
+
+class UpstreamHost:
+    """A host laid out like CRI-O's upstream packages, under tmp_path: conmon, crun and runc in
+    usr/libexec/crio/ (links to Debian's conmon and runc), none of them in $PATH, a stand-in for
+    nvidia-container-runtime (a link to runc, which answers --version and features), and
+    upstream packaging's 10-crio.conf pointing at them."""
+
+    def __init__(self, tmp_path, binary=None):
+        self.binary = binary
+        self.tmp = tmp_path
+        self.libexec = str(tmp_path / "usr" / "libexec" / "crio")
+        self.bin = str(tmp_path / "usr" / "bin")
+        os.makedirs(self.libexec)
+        os.makedirs(self.bin)
+        conmon, runc = (shutil.which(name, path=SYSTEM_PATH) for name in ("conmon", "runc"))
+        self.conmon = os.path.join(self.libexec, "conmon")
+        os.symlink(conmon, self.conmon)
+        for name in ("crun", "runc"):
+            os.symlink(runc, os.path.join(self.libexec, name))
+        self.nvidia = os.path.join(self.bin, "nvidia-container-runtime")
+        os.symlink(runc, self.nvidia)
+        with open(os.path.join(REPO, "tests", "unit", "plugins", "module_utils", "runtime", "fixtures",
+                               "crio-upstream-10-crio.conf"), encoding="utf-8") as handle:
+            self.upstream = handle.read().replace("/usr/libexec/crio/", self.libexec + "/")
+        self.runs = 0
+
+    def work(self):
+        self.runs += 1
+        return str(self.tmp / ("crio-%d" % self.runs))
+
+    def path_dir(self, **links):
+        """A directory to put in front of PATH holding the given links (name=target)."""
+        path = str(self.tmp / ("path-%d" % self.runs))
+        os.makedirs(path, exist_ok=True)
+        for name, target in links.items():
+            os.symlink(target, os.path.join(path, name))
+        return path
+
+    def nvidia_drop_in(self, extra="", runtime_path=None):
+        """The handler the editor writes today (runtime_path and runtime_type only), plus extra."""
+        return ('[crio.runtime.runtimes.nvidia]\nruntime_path = "%s"\nruntime_type = "oci"\n'
+                % (runtime_path or self.nvidia)) + extra
+
+    def config(self, main_text, drop_ins=None, **kwargs):
+        return crio_config(main_text, drop_ins, workdir=self.work(), binary=self.binary, **kwargs)
+
+    def start(self, main_text, drop_ins=None, **kwargs):
+        return crio_start_check(main_text, drop_ins, workdir=self.work(), binary=self.binary, **kwargs)

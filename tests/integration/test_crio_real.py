@@ -15,7 +15,7 @@ import tomllib
 
 import pytest
 
-from crio_check import crio_binary, crio_config, crio_default_config, crio_start_check  # pylint: disable=import-error
+from crio_check import UpstreamHost, crio_binary, crio_config, crio_default_config, crio_start_check  # pylint: disable=import-error
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 FIXTURES = os.path.join(REPO, "tests", "unit", "plugins", "module_utils", "runtime", "fixtures")
@@ -37,53 +37,9 @@ def _binaries():
         pytest.skip("missing: %s; `make integration` provides them" % ", ".join(missing))
 
 
-class Host:
-    """The simulated host: upstream packaging's binaries and 10-crio.conf, under tmp_path."""
-
-    def __init__(self, tmp_path):
-        self.tmp = tmp_path
-        self.libexec = str(tmp_path / "usr" / "libexec" / "crio")
-        self.bin = str(tmp_path / "usr" / "bin")
-        os.makedirs(self.libexec)
-        os.makedirs(self.bin)
-        conmon, runc = (shutil.which(name, path=SYSTEM_PATH) for name in ("conmon", "runc"))
-        self.conmon = os.path.join(self.libexec, "conmon")
-        os.symlink(conmon, self.conmon)
-        for name in ("crun", "runc"):
-            os.symlink(runc, os.path.join(self.libexec, name))
-        self.nvidia = os.path.join(self.bin, "nvidia-container-runtime")
-        os.symlink(runc, self.nvidia)
-        with open(os.path.join(FIXTURES, "crio-upstream-10-crio.conf"), encoding="utf-8") as handle:
-            self.upstream = handle.read().replace("/usr/libexec/crio/", self.libexec + "/")
-        self.runs = 0
-
-    def work(self):
-        self.runs += 1
-        return str(self.tmp / ("crio-%d" % self.runs))
-
-    def path_dir(self, **links):
-        """A directory to put in front of PATH holding the given links (name=target)."""
-        path = str(self.tmp / ("path-%d" % self.runs))
-        os.makedirs(path, exist_ok=True)
-        for name, target in links.items():
-            os.symlink(target, os.path.join(path, name))
-        return path
-
-    def nvidia_drop_in(self, extra="", runtime_path=None):
-        """The handler the editor writes today (runtime_path and runtime_type only), plus extra."""
-        return ('[crio.runtime.runtimes.nvidia]\nruntime_path = "%s"\nruntime_type = "oci"\n'
-                % (runtime_path or self.nvidia)) + extra
-
-    def config(self, main_text, drop_ins=None, **kwargs):
-        return crio_config(main_text, drop_ins, workdir=self.work(), binary=CRIO, **kwargs)
-
-    def start(self, main_text, drop_ins=None, **kwargs):
-        return crio_start_check(main_text, drop_ins, workdir=self.work(), binary=CRIO, **kwargs)
-
-
 @pytest.fixture
 def host(tmp_path):
-    return Host(tmp_path)
+    return UpstreamHost(tmp_path, CRIO)
 
 
 def runtimes(toml_text):

@@ -14,12 +14,15 @@ import subprocess
 import pytest
 import tomlkit
 
-from conftest import BIN, REPO, tree_digest  # pylint: disable=import-error
+from conftest import BIN, REPO, require, tree_digest  # pylint: disable=import-error
 
 FIXTURES = os.path.join(REPO, "tests", "unit", "plugins", "module_utils", "runtime", "fixtures")
 CRI2 = ("plugins", "io.containerd.grpc.v1.cri")
-pytestmark = pytest.mark.skipif(shutil.which("containerd") is None,
-                                reason="containerd is not installed (make test installs it)")
+
+
+@pytest.fixture(autouse=True)
+def _containerd():
+    require(shutil.which("containerd"), "containerd", "apt-get install containerd (make test installs it)")
 
 
 RELEASES = os.environ.get("GPUOPS_RUNTIME_BINARIES", os.path.join(REPO, ".build", "runtimes"))
@@ -210,21 +213,6 @@ def test_docker_malformed_json_is_left_alone(lab, tmp_path):
     assert daemon.read_text() == before
 
 
-def test_crio_drop_in(lab, tmp_path):
-    drop_in = tmp_path / "crio.conf.d" / "99-nvidia.toml"
-    result = lab.module("none", module="gpuops.nvidia.runtime_config",
-                        args="runtime=crio drop_in_path=%s set_as_default=true" % drop_in)
-    assert result["changed"] is True
-    data = tomlkit.parse(drop_in.read_text()).unwrap()
-    assert data["crio"]["runtime"]["default_runtime"] == "nvidia"
-    expected = {"runtime_path": "/usr/bin/nvidia-container-runtime", "runtime_type": "oci"}
-    assert data["crio"]["runtime"]["runtimes"]["nvidia"] == expected
-    assert lab.module("none", module="gpuops.nvidia.runtime_config",
-                      args="runtime=crio drop_in_path=%s set_as_default=true" % drop_in)["changed"] is False
-    lab.module("none", module="gpuops.nvidia.runtime_config", args="runtime=crio drop_in_path=%s state=absent" % drop_in)
-    assert not drop_in.exists()
-
-
 def test_drop_in_gets_the_main_files_mode(lab, node):
     etc = node("eks-mirrors-auth-v2.toml")  # carries registry credentials
     os.chmod(etc / "config.toml", 0o600)
@@ -235,10 +223,7 @@ def test_drop_in_gets_the_main_files_mode(lab, node):
 def release(suite, name="containerd"):
     """Directory holding a runtime binary of another Debian suite."""
     binary = os.path.join(RELEASES, suite, name)
-    if not os.access(binary, os.X_OK):
-        if "GPUOPS_RUNTIME_BINARIES" in os.environ:  # make test fetches them: missing is a failure
-            pytest.fail("%s is missing (tests/lab/runtime-binaries fetches it)" % binary)
-        pytest.skip("run tests/lab/runtime-binaries %s first" % RELEASES)
+    require(os.access(binary, os.X_OK), binary, "tests/lab/runtime-binaries %s fetches it" % RELEASES)
     return os.path.dirname(binary)
 
 

@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-try:
-    import tomllib
-except ImportError:  # Python < 3.11
-    tomllib = pytest.importorskip("tomli")
+import os
+import tomllib
 
 from ansible_collections.gpuops.nvidia.plugins.module_utils.runtime import crio
 from ansible_collections.gpuops.nvidia.plugins.module_utils.runtime.common import ConfigError, MASK, mask_secrets, mask_text
@@ -31,8 +29,6 @@ EXPECTED_DEFAULT = (
 def reader(request, monkeypatch):
     """Run a test with each TOML reader: tomllib (Python >= 3.11) and the tomlkit fallback."""
     if request.param == "tomlkit":
-        if not crio.HAS_TOMLKIT:
-            pytest.skip("tomlkit is not installed")
         monkeypatch.setattr(crio, "_toml_reader", None)
     return request.param
 
@@ -62,7 +58,7 @@ def test_drop_in_parses_with_the_right_keys(kwargs, runtime, default):
     assert "CDI" in text and "/etc/cdi" in text and "/var/run/cdi" in text
     # The same arguments always give the same text, and the drop-in checks as its own.
     assert crio.drop_in(**kwargs) == text
-    assert crio.check_drop_in(text, runtime_name=runtime) == entry
+    assert crio.effective([(SOURCE, text)])["runtimes"][runtime]["table"] == entry
 
 
 @pytest.mark.parametrize("monitor_env, expected", [
@@ -129,14 +125,16 @@ def test_parse_crio_config_readers_agree():
     data = crio.parse_crio_config(CRIO_CONF, "/etc/crio/crio.conf")
     assert data == tomllib.loads(CRIO_CONF)
     assert not hasattr(data, "unwrap") and not hasattr(data["crio"]["runtime"], "unwrap")  # plain dicts, not tomlkit containers
-    assert crio.check_drop_in(CRIO_CONF, runtime_name="crun")["runtime_root"] == "/run/crun"
-    assert crio.check_drop_in(CRIO_CONF) is None
+    config = crio.effective([("/etc/crio/crio.conf", CRIO_CONF)])
+    assert config["runtimes"]["crun"]["table"]["runtime_root"] == "/run/crun"
+    assert set(config["runtimes"]) == {"crun"}
 
 
 @pytest.mark.parametrize("text", [None, "", "  \n", "# only a comment\n"])
 @pytest.mark.usefixtures("reader")
 def test_nothing_there(text):
-    assert crio.check_drop_in(text) is None
+    assert crio.effective([(SOURCE, text)]) == {"default_runtime": "crun", "default_from": None,
+                                                "cgroup_manager": "systemd", "runtimes": {}}
 
 
 @pytest.mark.parametrize("text", [
@@ -147,7 +145,7 @@ def test_nothing_there(text):
 @pytest.mark.usefixtures("reader")
 def test_wrong_types_on_the_way(text):
     with pytest.raises(ConfigError, match=r"^%s: crio[.a-z]* must be a table, not \w+; the file was left unchanged$" % SOURCE):
-        crio.check_drop_in(text)
+        crio.effective([(SOURCE, text)])
 
 
 # Malformed TOML: (text, line, column) as tomllib reports them (columns from 1).
@@ -162,7 +160,7 @@ MALFORMED = [
 @pytest.mark.parametrize("text, line, column", MALFORMED)
 def test_malformed_toml_tomllib(text, line, column):
     with pytest.raises(ConfigError) as err:
-        crio.check_drop_in(text)
+        crio.effective([(SOURCE, text)])
     message = str(err.value)
     assert message.startswith("%s: line %d, column %d: " % (SOURCE, line, column))
     assert message.endswith("; the file was left unchanged")
@@ -170,7 +168,6 @@ def test_malformed_toml_tomllib(text, line, column):
 
 
 @pytest.mark.parametrize("text, line, column", MALFORMED)
-@pytest.mark.skipif(not crio.HAS_TOMLKIT, reason="tomlkit is not installed")
 def test_malformed_toml_tomlkit(text, line, column, monkeypatch):
     monkeypatch.setattr(crio, "_toml_reader", None)
     with pytest.raises(ConfigError) as err:
@@ -238,3 +235,114 @@ def test_errors_do_not_quote_the_file(broken):
                                        ('a"b', '"a\\"b"'), ("", '""')])
 def test_toml_key(name, key):
     assert crio.toml_key(name) == key
+
+
+FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures")
+UPSTREAM = ("/etc/crio/crio.conf.d/10-crio.conf", open(os.path.join(FIXTURES, "crio-upstream-10-crio.conf")).read())
+
+
+def test_upstream_packaging_gives_the_handler_conmon_in_libexec():
+    """CRI-O's upstream packages: no crio.conf, conmon in /usr/libexec/crio named by 10-crio.conf."""
+    plan = crio.configure([UPSTREAM])
+    assert plan["base"] == {"runtime": "crun", "from": "/etc/crio/crio.conf.d/10-crio.conf"}
+    entry = tomllib.loads(plan["text"])["crio"]["runtime"]["runtimes"]["nvidia"]
+    assert entry == {"runtime_path": NV_PATH, "runtime_type": "oci", "runtime_root": "/run/crun",
+                     "monitor_path": "/usr/libexec/crio/conmon",
+                     "allowed_annotations": ["io.containers.trace-syscall"]}
+    assert plan["warnings"] == []
+
+
+def test_built_in_crun_when_no_file_defines_the_default():
+    """Debian-style packaging: conmon in $PATH and no handler table in any file."""
+    plan = crio.configure([("/etc/crio/crio.conf", '[crio.runtime]\nlog_level = "info"\n')])
+    assert plan["base"] == {"runtime": "crun", "from": "CRI-O's built-in crun handler"}
+    entry = tomllib.loads(plan["text"])["crio"]["runtime"]["runtimes"]["nvidia"]
+    assert entry["monitor_cgroup"] == "system.slice" and entry["runtime_root"] == "/run/crun"
+    assert entry["monitor_env"] == ["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"]
+    assert "monitor_path" not in entry
+
+
+def test_the_default_runtime_and_later_files_decide():
+    files = [("/etc/crio/crio.conf", CRIO_CONF),
+             ("/etc/crio/crio.conf.d/10-runc.conf", '[crio.runtime]\ndefault_runtime = "runc"\n'
+                                                     '[crio.runtime.runtimes.runc]\nruntime_path = "/usr/sbin/runc"\n'
+                                                     'monitor_path = "/opt/conmon"\nmonitor_cgroup = "pod"\n'
+                                                     'monitor_env = ["HTTPS_PROXY=http://proxy:3128"]\n'
+                                                     'inherit_default_runtime = true\nplatform_runtime_paths = {"x" = "y"}\n')]
+    plan = crio.configure(files, set_as_default=True)
+    entry = tomllib.loads(plan["text"])["crio"]["runtime"]["runtimes"]["nvidia"]
+    assert plan["base"]["runtime"] == "runc"
+    # the monitor settings are runc's; inherit_default_runtime and platform_runtime_paths are not copied
+    assert entry == {"runtime_path": NV_PATH, "runtime_type": "oci", "monitor_path": "/opt/conmon",
+                     "monitor_cgroup": "pod", "monitor_env": ["HTTPS_PROXY=http://proxy:3128"]}
+    assert tomllib.loads(plan["text"])["crio"]["runtime"]["default_runtime"] == "nvidia"
+
+
+def test_a_later_drop_in_that_wins_is_named():
+    later = ("/etc/crio/crio.conf.d/99-zz.conf", '[crio.runtime]\ndefault_runtime = "crun"\n')
+    plan = crio.configure([UPSTREAM, later], set_as_default=True, later=[later[0]])
+    assert plan["warnings"] == ["/etc/crio/crio.conf.d/99-zz.conf, read after /etc/crio/crio.conf.d/99-nvidia.toml, "
+                                "sets default_runtime = 'crun', so nvidia is not the default"]
+
+
+def test_handler_options_override_and_drop_fields():
+    plan = crio.configure([UPSTREAM], handler_options={"monitor_path": "/usr/bin/conmon", "runtime_root": None,
+                                                       "monitor_cgroup": "pod"})
+    assert plan["handler"] == {"monitor_path": "/usr/bin/conmon", "allowed_annotations": ["io.containers.trace-syscall"],
+                               "monitor_cgroup": "pod"}
+    with pytest.raises(ConfigError, match=r"^handler_options: CRI-O 1.34 has no runtime handler field monitor_pth"):
+        crio.configure([UPSTREAM], handler_options={"monitor_pth": "/usr/bin/conmon"})
+
+
+def test_other_runtimes_are_not_taken_over():
+    kata = ("/etc/crio/crio.conf.d/50-kata.conf", '[crio.runtime.runtimes.kata]\nruntime_path = "/usr/bin/kata-runtime"\n'
+                                                   'runtime_type = "vm"\n')
+    with pytest.raises(ConfigError, match=r"^runtime_name: the CRI-O configuration already defines a runtime 'kata' "
+                                          r"\(/usr/bin/kata-runtime\) that is not NVIDIA's"):
+        crio.configure([UPSTREAM, kata], runtime_name="kata")
+    nvidia = ("/etc/crio/crio.conf.d/50-nv.conf", '[crio.runtime.runtimes.nvidia]\n'
+                                                   'runtime_path = "/usr/local/nvidia/toolkit/nvidia-container-runtime"\n')
+    assert crio.configure([UPSTREAM, nvidia])["text"] is not None  # NVIDIA's own entry is updated
+
+
+@pytest.mark.parametrize("fields, manager, conmon_in_path, executables, problem", [
+    ({}, "systemd", True, {}, None),
+    ({}, "systemd", False, {}, "the handler has no monitor_path and conmon is not in $PATH"),
+    ({"monitor_path": "/usr/libexec/crio/conmon"}, "systemd", False, {"/usr/libexec/crio/conmon": True}, None),
+    ({"monitor_path": "/usr/libexec/crio/conmon"}, "systemd", True, {"/usr/libexec/crio/conmon": False},
+     "the handler's monitor_path /usr/libexec/crio/conmon is no executable file on this node"),
+    ({"monitor_cgroup": "custom.slice"}, "cgroupfs", True, {}, "monitor_cgroup 'custom.slice' does not suit the cgroupfs"),
+    ({"monitor_cgroup": "pod"}, "cgroupfs", True, {}, None),
+    ({"monitor_cgroup": "conmon"}, "systemd", True, {}, "monitor_cgroup 'conmon' does not suit the systemd cgroup"),
+    ({"monitor_cgroup": "system.slice"}, "systemd", True, {}, None),
+])
+def test_handler_problems_as_crio_checks_them(fields, manager, conmon_in_path, executables, problem):
+    found = crio.handler_problems(fields, manager, conmon_in_path, executables)
+    if problem is None:
+        assert found == []
+    else:
+        assert len(found) == 1 and found[0].startswith(problem)
+
+
+def test_absent_warns_when_another_file_still_names_the_runtime_default():
+    files = [("/etc/crio/crio.conf", '[crio.runtime]\ndefault_runtime = "nvidia"\n')]
+    plan = crio.configure(files, state="absent")
+    assert plan["text"] is None
+    assert plan["warnings"][0].startswith("/etc/crio/crio.conf still makes nvidia CRI-O's default runtime")
+
+
+def test_validation_files_keep_the_drop_in_directory_layout(tmp_path):
+    files = [("/etc/crio/crio.conf", "a = 1\n"), ("/etc/crio/crio.conf.d/sub/10-x.conf", "b = 2\n")]
+    laid, main, conf_d = crio.validation_files("/etc/crio/crio.conf", files, "c = 3\n",
+                                               "/etc/crio/crio.conf.d/99-nvidia.toml", "/etc/crio/crio.conf.d", "/s")
+    assert main == "/s/crio.conf" and conf_d == "/s/crio.conf.d"
+    assert laid == {"/s/crio.conf": "a = 1\n", "/s/crio.conf.d/.keep": "", "/s/crio.conf.d/sub/10-x.conf": "b = 2\n",
+                    "/s/crio.conf.d/99-nvidia.toml": "c = 3\n"}
+    assert crio.config_argv("/usr/bin/crio", main, conf_d) == ["/usr/bin/crio", "--config", "/s/crio.conf",
+                                                               "--config-dir", "/s/crio.conf.d", "config"]
+    assert crio.validation_problems(1, "", 'time="x" level=info msg="Updating config from path: x"\n'
+                                           'time="x" level=fatal msg="validating runtime config: default_runtime set '
+                                           'to \\"nvidia\\", but no runtime entry table"\n', "nvidia", NV_PATH,
+                                    "present") == [
+        'CRI-O rejected the planned configuration: validating runtime config: default_runtime set to "nvidia", '
+        'but no runtime entry table']
