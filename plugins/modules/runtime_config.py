@@ -222,7 +222,8 @@ from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
 from ansible_collections.gpuops.nvidia.plugins.module_utils import files, validation
 from ansible_collections.gpuops.nvidia.plugins.module_utils.runtime import containerd, crio, docker
-from ansible_collections.gpuops.nvidia.plugins.module_utils.runtime.common import ConfigError, mask_text, option_error
+from ansible_collections.gpuops.nvidia.plugins.module_utils.runtime.common import (
+    ConfigError, mask_secrets, mask_text, option_error)
 
 DEFAULTS = {
     "containerd": ("/etc/containerd/config.toml", "/etc/containerd/conf.d/99-nvidia.toml"),
@@ -317,7 +318,8 @@ def _plan_crio(module, params, config_path, drop_in_path):
                                           config_dir, params["runtime_name"], params["runtime_path"], params["state"])
         if problems:
             raise ConfigError("the planned CRI-O configuration is not valid, nothing was changed: %s" % "; ".join(problems))
-    extra = {"handler": plan["handler"], "handler_from": plan["base"]}
+    # what the handler copied may hold credentials (a proxy URL in monitor_env): shown masked
+    extra = {"handler": mask_secrets(plan["handler"]), "handler_from": plan["base"]}
     return [(drop_in_path, current, plan["text"])], [], plan["warnings"], extra
 
 
