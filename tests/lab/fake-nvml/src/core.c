@@ -351,3 +351,51 @@ int gpuopsFakeNvmlSimulateReset(void)
     free(tmp);
     return (int)r;
 }
+
+/* ---- test hook: what the "driver installation" of the profile looks like ---- */
+
+/* Describes the current profile for the lab's driver set-up (gpuops-fake-driver),
+ * whatever its driver state, so that the files a driver installation leaves on
+ * disk (version-named libraries, device nodes) can follow the profile even when
+ * nvmlInit fails on purpose. Writes one item per line:
+ *     driver_state loaded|not_loaded|version_mismatch
+ *     driver_version 570.172.08
+ *     gpu INDEX MINOR MIG(0|1) PCI-BUS-ID
+ * Works with or without nvmlInit. Returns an nvmlReturn_t value:
+ * DRIVER_NOT_LOADED when no profile can be read, UNKNOWN for a bad one,
+ * INSUFFICIENT_SIZE when buf is too small. */
+int gpuopsFakeNvmlDescribe(char *buf, unsigned int size)
+{
+    static const char *const states[] = {"loaded", "not_loaded", "version_mismatch"};
+    fake_node_t *tmp;
+    nvmlReturn_t r;
+    size_t used;
+    int n;
+
+    fake_trace(__func__);
+    if (!buf || !size)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    tmp = malloc(sizeof(*tmp));
+    if (!tmp)
+        return NVML_ERROR_MEMORY;
+    pthread_mutex_lock(&fake_lock);
+    r = fake_profile_load(tmp);
+    pthread_mutex_unlock(&fake_lock);
+    if (r == NVML_SUCCESS) {
+        n = snprintf(buf, size, "driver_state %s\ndriver_version %s\n", states[tmp->driver_state],
+                     tmp->driver_version);
+        used = n < 0 ? size : (size_t)n;
+        for (unsigned i = 0; i < tmp->gpu_count && used < size; i++) {
+            const fake_gpu_t *g = &tmp->gpus[i];
+            n = snprintf(buf + used, size - used, "gpu %u %u %d " NVML_DEVICE_PCI_BUS_ID_FMT "\n", i,
+                         g->minor, g->mig != NULL, g->domain, g->bus, g->dev);
+            used += n < 0 ? size : (size_t)n;
+        }
+        if (used >= size) {
+            buf[0] = '\0';
+            r = NVML_ERROR_INSUFFICIENT_SIZE;
+        }
+    }
+    free(tmp);
+    return (int)r;
+}

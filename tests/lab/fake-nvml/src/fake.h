@@ -17,6 +17,7 @@
 /* test hooks of the fake (not part of NVML) */
 int gpuopsFakeNvmlSimulateReset(void);
 int gpuopsFakeNvmlCalledFunctions(char *buf, unsigned int size);
+int gpuopsFakeNvmlDescribe(char *buf, unsigned int size);
 #pragma GCC visibility pop
 
 #include <pthread.h>
