@@ -9,22 +9,27 @@ import gzip
 import hashlib
 import os
 import re
-import shutil
 import subprocess
-import sys
 import time
 import tomllib
 from pathlib import Path
 
 import pytest
-import yaml
 
 HERE = Path(__file__).resolve().parent
 BUILD = HERE / "build"
 SERVE = HERE / "serve"
 
 CUDA_VERSIONS = ["570.172.08-1", "580.65.06-1", "580.95.05-1"]
-TOOLKIT_VERSIONS = ["1.17.8-1", "1.18.1-1"]
+TOOLKIT_VERSIONS = ["1.17.8-1", "1.18.0-1"]
+# NVIDIA's programs the toolkit packages carry (built from the toolkit's Go module) -> package
+TOOLKIT_PROGRAMS = {
+    "nvidia-ctk": "nvidia-container-toolkit-base",
+    "nvidia-container-runtime": "nvidia-container-toolkit-base",
+    "nvidia-cdi-hook": "nvidia-container-toolkit-base",
+    "nvidia-container-runtime-hook": "nvidia-container-toolkit",
+}
+GO_BINARIES = HERE.parent / "go-binaries"
 
 # the same package names in every CUDA driver release, plus the branch/version named ones
 CUDA_COMMON = [
@@ -114,22 +119,6 @@ def relations(value):
             alts.append(m.groups())
         groups.append(alts)
     return groups
-
-
-@pytest.fixture(scope="session")
-def repo(tmp_path_factory):
-    missing = [
-        c for c in ("dpkg-deb", "apt-ftparchive", "gpg", "gpgv") if not shutil.which(c)
-    ]
-    if missing:
-        pytest.fail(
-            f"missing {', '.join(missing)}: apt-get install -y dpkg apt-utils gnupg gpgv",
-            pytrace=False,
-        )
-    out = tmp_path_factory.mktemp("apt-repo") / "out"
-    res = run(BUILD, out)
-    assert res.returncode == 0, res.stderr
-    return out
 
 
 @pytest.fixture(scope="session")
@@ -404,12 +393,11 @@ ALLOWED = [
     r"usr/lib/gpuops-fake-(cuda|toolkit)-repo/(?P<pkg>[^/]+)\.txt",
     r"etc/apt/preferences\.d/nvidia-driver-pinning-[0-9.]+\.pref",
     r"usr/bin/(nvidia-ctk|nvidia-cdi-hook|nvidia-container-runtime|nvidia-container-runtime-hook|nvidia-container-cli)",
-    r"etc/nvidia-container-runtime/config\.toml",
     # placeholder service units, so roles can enable the services NVIDIA's packages ship
     r"usr/lib/systemd/system/(nvidia-persistenced|nvidia-fabricmanager)\.service",
-    # the toolkit's CDI refresh units (1.18) and the lab's `nvidia-ctk cdi` stand-in
-    r"usr/lib/systemd/system/nvidia-cdi-refresh\.(service|path)",
-    r"usr/lib/gpuops-fake-toolkit/nvidia-ctk-cdi",
+    # the toolkit's CDI refresh units and their settings (1.18), where NVIDIA's package puts them
+    r"etc/systemd/system/nvidia-cdi-refresh\.(service|path)",
+    r"etc/nvidia-container-toolkit/nvidia-cdi-refresh\.env",
 ]
 
 
@@ -478,41 +466,131 @@ def extract(repo, tmp_path, sub, name, version, arch="amd64"):
     return dest
 
 
+@pytest.fixture(scope="session")
+def toolkit_binaries():
+    """upstream version -> directory of the binaries the build packaged (go-binaries' cache)."""
+    sets = [f"toolkit-{upstream(v)}" for v in TOOLKIT_VERSIONS]
+    res = run(GO_BINARIES, "--dir", *sets)
+    assert res.returncode == 0, res.stderr
+    return dict(zip((upstream(v) for v in TOOLKIT_VERSIONS), map(Path, res.stdout.split())))
+
+
+def go_main_module(path):
+    """(module, version) a Go binary was built from, from its embedded build information
+    (what `go version -m` prints as the `mod` line)."""
+    m = re.search(rb"\nmod\t([^\t\n]+)\t(v[^\t\n]+)\t", path.read_bytes())
+    return m and (m[1].decode(), m[2].decode())
+
+
 @pytest.mark.parametrize("version", TOOLKIT_VERSIONS)
-def test_toolkit_stubs(repo, tmp_path, version):
+def test_toolkit_ships_nvidias_programs(repo, tmp_path, toolkit_binaries, version):
     sub, u = "toolkit/stable/deb/amd64", upstream(version)
+    for program, package in TOOLKIT_PROGRAMS.items():
+        root = extract(repo, tmp_path, sub, package, version)
+        binary = root / "usr/bin" / program
+        assert binary.read_bytes() == (toolkit_binaries[u] / program).read_bytes(), program
+        assert go_main_module(binary) == ("github.com/NVIDIA/nvidia-container-toolkit", f"v{u}"), program
     base = extract(repo, tmp_path, sub, "nvidia-container-toolkit-base", version)
-    res = run("sh", base / "usr/bin/nvidia-ctk", "--version")
-    assert res.returncode == 0
-    assert res.stdout.splitlines()[0] == f"NVIDIA Container Toolkit CLI version {u}"
-    res = run("sh", base / "usr/bin/nvidia-container-runtime", "--version")
-    assert res.returncode == 0
-    assert res.stdout.splitlines()[0] == f"NVIDIA Container Runtime version {u}"
+    res = run(base / "usr/bin/nvidia-ctk", "--version")
+    # `go install` sets no version string (NVIDIA's release build sets it with -ldflags)
+    assert res.returncode == 0 and res.stdout.startswith("NVIDIA Container Toolkit CLI version ")
 
     tools = extract(repo, tmp_path, sub, "libnvidia-container-tools", version)
     res = run("sh", tools / "usr/bin/nvidia-container-cli", "--version")
     assert res.stdout.splitlines()[:2] == [f"cli-version: {u}", f"lib-version: {u}"]
+    res = run("sh", tools / "usr/bin/nvidia-container-cli", "info")
+    assert res.returncode == 1 and "driver not loaded" in res.stderr
 
-    conf = tomllib.loads(
-        (base / "etc/nvidia-container-runtime/config.toml").read_text()
-    )
+
+def control_member(repo, name, version, member):
+    deb = repo / "toolkit/stable/deb/amd64" / f"{name}_{version}_amd64.deb"
+    res = run("dpkg-deb", "-I", deb, member)
+    return res.stdout if res.returncode == 0 else None
+
+
+@pytest.mark.parametrize("version", TOOLKIT_VERSIONS)
+def test_toolkit_configuration_comes_from_the_postinst(repo, tmp_path, version):
+    """Like NVIDIA's packages, none ships config.toml: the base package's postinst has the real
+    nvidia-ctk write it (its defaults, merged into what is there)."""
+    base = extract(repo, tmp_path, "toolkit/stable/deb/amd64", "nvidia-container-toolkit-base", version)
+    assert not (base / "etc/nvidia-container-runtime").exists()
+    postinst = control_member(repo, "nvidia-container-toolkit-base", version, "postinst")
+    assert ("/usr/bin/nvidia-ctk --quiet config --config-file=/etc/nvidia-container-runtime/config.toml "
+            "--in-place") in postinst
+    assert run("sh", "-n", "-c", postinst).returncode == 0
+    config = tmp_path / "etc/nvidia-container-runtime/config.toml"
+    config.parent.mkdir(parents=True)
+    res = run(base / "usr/bin/nvidia-ctk", "--quiet", "config", f"--config-file={config}", "--in-place")
+    assert res.returncode == 0, res.stderr
+    conf = tomllib.loads(config.read_text())
     assert conf["nvidia-container-runtime"]["mode"] == "auto"
-    assert conf["nvidia-container-runtime"]["modes"]["cdi"]["spec-dirs"] == [
-        "/etc/cdi",
-        "/var/run/cdi",
-    ]
-    assert (
-        conf["nvidia-container-runtime"]["modes"]["cdi"]["default-kind"]
-        == "nvidia.com/gpu"
-    )
+    assert conf["nvidia-container-runtime"]["modes"]["cdi"]["spec-dirs"] == ["/etc/cdi", "/var/run/cdi"]
+    assert conf["nvidia-container-runtime"]["modes"]["cdi"]["default-kind"] == "nvidia.com/gpu"
     assert conf["nvidia-container-cli"]["ldconfig"] == "@/sbin/ldconfig"
-    conffiles = run(
-        "dpkg-deb",
-        "-I",
-        repo / sub / f"nvidia-container-toolkit-base_{version}_amd64.deb",
-        "conffiles",
-    )
-    assert conffiles.stdout.split() == ["/etc/nvidia-container-runtime/config.toml"]
+    # the low-level runtimes nvidia-container-runtime looks for differ between the releases
+    assert conf["nvidia-container-runtime"]["runtimes"] == (
+        ["docker-runc", "runc", "crun"] if version.startswith("1.17.") else ["runc", "crun"])
+
+    toolkit_postinst = control_member(repo, "nvidia-container-toolkit", version, "postinst")
+    assert "ln -s /usr/bin/nvidia-container-runtime-hook /usr/bin/nvidia-container-toolkit" in toolkit_postinst
+    assert "rm /usr/bin/nvidia-container-toolkit" in control_member(repo, "nvidia-container-toolkit", version,
+                                                                    "postrm")
+
+
+def unit(text):
+    """systemd unit text -> {(section, key): [values]} (comments dropped)."""
+    out, section = {}, None
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        if line.startswith("["):
+            section = line.strip("[]")
+        else:
+            key, value = line.split("=", 1)
+            out.setdefault((section, key), []).append(value)
+    return out
+
+
+@pytest.mark.parametrize("version", TOOLKIT_VERSIONS)
+def test_cdi_refresh_units(repo, tmp_path, version):
+    """1.18's refresh units have the settings of NVIDIA's 1.18.0 packaging, in /etc/systemd/system
+    (conffiles, as debhelper makes every file under /etc), and its postinst enables and runs them;
+    1.17 has none."""
+    base = extract(repo, tmp_path, "toolkit/stable/deb/amd64", "nvidia-container-toolkit-base", version)
+    conffiles = control_member(repo, "nvidia-container-toolkit-base", version, "conffiles")
+    postinst = control_member(repo, "nvidia-container-toolkit-base", version, "postinst")
+    if version.startswith("1.17."):
+        assert not (base / "etc").exists() and conffiles is None
+        assert "nvidia-cdi-refresh" not in postinst
+        return
+    assert sorted(conffiles.split()) == ["/etc/nvidia-container-toolkit/nvidia-cdi-refresh.env",
+                                         "/etc/systemd/system/nvidia-cdi-refresh.path",
+                                         "/etc/systemd/system/nvidia-cdi-refresh.service"]
+    service = unit((base / "etc/systemd/system/nvidia-cdi-refresh.service").read_text())
+    assert service == {
+        ("Unit", "Description"): ["Refresh NVIDIA CDI specification file"],
+        ("Unit", "ConditionPathExists"): ["|/usr/bin/nvidia-smi", "|/usr/sbin/nvidia-smi", "/usr/bin/nvidia-ctk"],
+        ("Service", "Type"): ["oneshot"],
+        ("Service", "Environment"): ["NVIDIA_CTK_CDI_OUTPUT_FILE_PATH=/var/run/cdi/nvidia.yaml"],
+        ("Service", "EnvironmentFile"): ["-/etc/nvidia-container-toolkit/nvidia-cdi-refresh.env"],
+        ("Service", "ExecCondition"): ["/usr/bin/grep -qE '/nvidia.ko' /lib/modules/%v/modules.dep"],
+        ("Service", "ExecStart"): ["/usr/bin/nvidia-ctk cdi generate"],
+        ("Service", "CapabilityBoundingSet"): ["CAP_SYS_MODULE CAP_SYS_ADMIN CAP_MKNOD"],
+        ("Install", "WantedBy"): ["multi-user.target"],
+    }
+    path = unit((base / "etc/systemd/system/nvidia-cdi-refresh.path").read_text())
+    assert path == {
+        ("Unit", "Description"): ["Trigger CDI refresh on NVIDIA driver or toolkit install / upgrade events"],
+        ("Path", "PathChanged"): ["/lib/modules/%v/modules.dep", "/lib/modules/%v/modules.dep.bin",
+                                  "/usr/bin/nvidia-ctk"],
+        ("Install", "WantedBy"): ["multi-user.target"],
+    }
+    env = (base / "etc/nvidia-container-toolkit/nvidia-cdi-refresh.env").read_text()
+    assert all(line.startswith("#") for line in env.splitlines())  # settings are opt-in
+    for command in ("systemctl enable --now nvidia-cdi-refresh.path", "systemctl enable --now nvidia-cdi-refresh.service",
+                    "systemctl start nvidia-cdi-refresh.service"):
+        assert command in postinst
 
 
 def test_pinning_preferences(repo, tmp_path):
@@ -602,48 +680,3 @@ def test_serve_roundtrip(repo, tmp_path):
         not Path(f"/proc/{pid}").exists()
         or Path(f"/proc/{pid}/stat").read_text().split(") ")[1][0] == "Z"
     )
-
-
-WITH_GPUS = HERE.parent / "with-gpus"
-
-
-def cdi_standin(base, profile, *args):
-    """Run the toolkit placeholder's `nvidia-ctk cdi` stand-in on a simulated node, with the
-    test's interpreter (it has pynvml) first on PATH."""
-    return run(WITH_GPUS, "--fresh", profile, "--", "sh", base / "usr/bin/nvidia-ctk", "cdi", *args,
-               env={**os.environ, "PATH": os.pathsep.join([os.path.dirname(sys.executable), os.environ["PATH"]])})
-
-
-@pytest.mark.parametrize("version", TOOLKIT_VERSIONS)
-def test_toolkit_cdi_standin_generates_from_nvml(repo, tmp_path, version):
-    base = extract(repo, tmp_path, "toolkit/stable/deb/amd64", "nvidia-container-toolkit-base", version)
-    standin = base / "usr/lib/gpuops-fake-toolkit/nvidia-ctk-cdi"
-    nvidia_ctk = base / "usr/bin/nvidia-ctk"
-    # the stub execs the stand-in at its installed path: point it at the extracted one
-    nvidia_ctk.write_text(nvidia_ctk.read_text().replace(
-        "/usr/bin/python3 /usr/lib/gpuops-fake-toolkit/nvidia-ctk-cdi", f"python3 {standin}"))
-    out = tmp_path / "run/cdi/nvidia.yaml"
-    res = cdi_standin(base, "l40s-x4", "generate", f"--output={out}")
-    assert res.returncode == 0, res.stderr
-    spec = yaml.safe_load(out.read_text())
-    names = [device["name"] for device in spec["devices"]]
-    assert spec["kind"] == "nvidia.com/gpu" and spec["cdiVersion"] == "0.5.0"
-    assert names[:1] == ["0"] and names[-1] == "all" and len(names) == 9
-    assert sum(name.startswith("GPU-") for name in names) == 4
-    assert spec["devices"][0]["containerEdits"]["deviceNodes"] == [{"path": "/dev/nvidia0"}]
-
-    out.unlink()
-    res = cdi_standin(base, "driver-not-loaded", "generate", f"--output={out}")
-    assert res.returncode == 1 and "failed to initialize NVML" in res.stderr
-    assert not out.exists()
-
-    res = cdi_standin(base, "l40s-x4", "generate", "--device-name-strategy=bogus")
-    assert res.returncode == 1 and "invalid device name strategy" in res.stderr
-
-    units = base / "usr/lib/systemd/system"
-    if version.startswith("1.17."):
-        assert not units.exists()
-    else:
-        service = (units / "nvidia-cdi-refresh.service").read_text()
-        assert "ExecStart=/usr/bin/nvidia-ctk cdi generate --output=/var/run/cdi/nvidia.yaml" in service
-        assert "Unit=nvidia-cdi-refresh.service" in (units / "nvidia-cdi-refresh.path").read_text()
