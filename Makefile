@@ -31,7 +31,7 @@ COLLECTION_SOURCES := galaxy.yml README.md LICENSE $(shell find meta plugins rol
 	changelogs -type f -not -path '*/__pycache__/*' 2>/dev/null)
 
 .PHONY: help lab lab-down test deps apt venv fake-nvml images collection sanity lint units \
-	lab-tests integration molecule clean ansible-test-env apt-repo runtime-binaries
+	lab-tests integration molecule clean ansible-test-env apt-repo runtime-binaries go-binaries
 
 help:
 	@echo "make lab      run the site playbook on the built-in lab (simulated GPU nodes)"
@@ -65,9 +65,15 @@ fake-nvml: venv
 images: apt
 	tests/lab/images/build all
 
-# GPG-signed apt repositories shaped like NVIDIA's CUDA and container toolkit repositories.
+# NVIDIA's real programs, built from their Go modules (cached outside the checkout, by version).
+GO_BINARY_SETS := toolkit-1.17.8 toolkit-1.18.0
+go-binaries:
+	tests/lab/go-binaries $(GO_BINARY_SETS)
+
+# GPG-signed apt repositories shaped like NVIDIA's CUDA and container toolkit repositories (the
+# toolkit packages carry the real toolkit binaries).
 APT_REPO := $(BUILD)/apt-repo
-apt-repo: apt
+apt-repo: apt go-binaries
 	tests/lab/apt-repo/build -q $(APT_REPO)
 
 collection: $(COLLECTIONS)/ansible_collections/gpuops/nvidia/MANIFEST.json
@@ -114,7 +120,7 @@ units: ansible-test-env fake-nvml
 lint:
 	$(BIN)/ansible-lint --offline
 
-lab-tests: fake-nvml apt
+lab-tests: fake-nvml apt images go-binaries
 	$(BIN)/pytest -q -p no:cacheprovider tests/lab/fake-nvml/tests tests/lab/apt-repo
 
 molecule: images fake-nvml collection apt-repo
@@ -125,7 +131,7 @@ molecule: images fake-nvml collection apt-repo
 runtime-binaries: apt
 	tests/lab/runtime-binaries $(BUILD)/runtimes
 
-integration: fake-nvml collection runtime-binaries
+integration: fake-nvml collection runtime-binaries go-binaries
 	GPUOPS_RUNTIME_BINARIES=$(CURDIR)/$(BUILD)/runtimes $(BIN)/pytest -q -p no:cacheprovider tests/integration
 
 clean:
