@@ -10,7 +10,8 @@ devices by GPU:MIG index and UUID, and all), not taken from the code under test.
 
 nvidia-ctk and the checker disagree on one point, marked xfail(strict=True) below: nvidia-ctk
 1.18 leaves a GPU in MIG mode out of the spec (only its MIG devices are named), the checker
-expects every GPU by index and UUID."""
+expects every GPU by index and UUID. On a node with a lost GPU nvidia-ctk writes no spec at all
+(the checker leaves lost GPUs out of what it expects)."""
 from __future__ import annotations
 
 import atexit
@@ -201,3 +202,20 @@ def test_gpu_in_mig_mode_without_mig_devices_has_no_findings(lab, node):
     assert names(spec) == FULL["hgx-h100"] - {"0", H100[0]}  # nvidia-ctk: GPU 0 is not in the spec at all
     result = n.check_module()
     assert result["findings"] == [] and result["stale"] is False
+
+
+def test_a_lost_gpu_fails_the_whole_generation(lab, nvidia_ctk, node, tmp_path):
+    """hgx-h100-faults has GPU 7 fallen off the bus (NVML answers GPU_IS_LOST): the checker leaves a
+    lost GPU out of the names it expects, but nvidia-ctk writes no spec at all: go-nvlib's
+    VisitDevices asks every GPU's name first (pkg/nvlib/device/device.go isSkipped, v0.8.1) and
+    stops at the error. The checker then reports the spec missing, and regenerating cannot help."""
+    n = node("hgx-h100-faults")
+    out = n.spec_dir / "nvidia.yaml"
+    res = lab.run("hgx-h100-faults", [nvidia_ctk, "cdi", "generate", "--output=%s" % out], check=False)
+    assert res.returncode != 0
+    assert "error checking whether device is skipped: error getting device name: GPU is lost" in res.stderr
+    assert not out.exists()
+    # the same GPUs as hgx-h100, GPU 7 left out
+    assert cdi.expected_names(n.gpus()) == {str(i) for i in range(7)} | set(H100[:7]) | {"all"}
+    result = n.check_module()
+    assert [f["code"] for f in result["findings"]] == ["cdi_spec_missing"] and result["stale"] is True
