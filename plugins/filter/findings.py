@@ -14,9 +14,9 @@ name: finding_lines
 short_description: Findings as lines of text, errors first
 version_added: 0.1.0
 description:
-  - Turns a list of findings (as M(gpuops.nvidia.gpu_info), M(gpuops.nvidia.preflight) and
+  - "Turns a list of findings (as M(gpuops.nvidia.gpu_info), M(gpuops.nvidia.preflight) and
     M(gpuops.nvidia.cdi_spec_check) return them) into one line each,
-    C([severity] subject: message (fix: ...)), ordered by severity.
+    C([severity] subject: message (fix: ...)), ordered by severity."
 author:
   - gpuops.nvidia maintainers (@gpuops)
 options:

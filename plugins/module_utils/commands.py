@@ -19,6 +19,6 @@ def output(module, argv) -> str:
     return out if rc == 0 else ""
 
 
-def run(module, argv, **kwargs) -> tuple:
-    """(rc, stdout, stderr) of argv in the C locale."""
-    return module.run_command(argv, environ_update=C_LOCALE, **kwargs)
+def run(module, argv, env: dict | None = None) -> tuple:
+    """(rc, stdout, stderr) of argv in the C locale (plus env)."""
+    return module.run_command(argv, environ_update=dict(C_LOCALE, **(env or {})))

@@ -152,8 +152,9 @@ def installed_driver_version(packages: dict) -> tuple:
     return None, None
 
 
-def decide(installed: str | None, loaded: str | None, container: bool) -> dict:
-    """The host's driver state and what it takes to get the installed driver running."""
+def decide(installed: str | None, loaded: str | None, can_load: bool = True, why_not: str | None = None) -> dict:
+    """The host's driver state and what it takes to get the installed driver running. A host
+    that cannot load kernel modules (why_not says why) never needs a reboot for it."""
     if installed is None and loaded is None:
         state, reboot, why = "not_installed", False, "no NVIDIA driver is installed"
     elif installed is None:
@@ -167,8 +168,7 @@ def decide(installed: str | None, loaded: str | None, container: bool) -> dict:
             "driver %s is installed but %s is still loaded" % (installed, loaded))
     else:
         state, reboot, why = "ready", False, "driver %s is installed and loaded" % installed
-    can_load = not container
     if reboot and not can_load:
-        why += "; this host is a container, which cannot load kernel modules: the state stays as it is"
+        why += "; %s, so a reboot would not load it: the state stays as it is" % (why_not or "this host cannot load kernel modules")
     return {"state": state, "reboot_required": reboot and can_load, "can_load_module": can_load,
             "message": why}

@@ -17,6 +17,9 @@ __metaclass__ = type
 from ansible_collections.gpuops.nvidia.plugins.module_utils.gpu_model import normalize_bus_id
 
 PROC_VERSION = "proc/driver/nvidia/version"
+PROC_STATUS = "proc/self/status"
+MODULES_DISABLED = "proc/sys/kernel/modules_disabled"
+CAP_SYS_MODULE = 16
 SYS_MODULE_VERSION = "sys/module/nvidia/version"
 KMSG = "dev/kmsg"
 
@@ -59,6 +62,24 @@ def loaded_module(root: str = "/") -> dict:
         info["source"] = info["source"] or "/" + SYS_MODULE_VERSION
     info["loaded"] = info["version"] is not None
     return info
+
+
+def parse_capabilities(status_text: str | None) -> int | None:
+    """The effective capability set (CapEff) from /proc/<pid>/status text, or None."""
+    match = re.search(r"^CapEff:\s*([0-9a-fA-F]+)\s*$", status_text or "", re.M)
+    return int(match.group(1), 16) if match else None
+
+
+def module_loading(root: str = "/") -> dict:
+    """Whether this host can load kernel modules, and why not: {'possible', 'reason'}.
+    Module loading needs CAP_SYS_MODULE (containers run without it) and is off for good once
+    /proc/sys/kernel/modules_disabled is 1."""
+    if (_read(os.path.join(root, MODULES_DISABLED)) or "").strip() == "1":
+        return {"possible": False, "reason": "loading kernel modules is disabled (/proc/sys/kernel/modules_disabled is 1)"}
+    caps = parse_capabilities(_read(os.path.join(root, PROC_STATUS)))
+    if caps is not None and not caps & (1 << CAP_SYS_MODULE):
+        return {"possible": False, "reason": "this host may not load kernel modules (no CAP_SYS_MODULE: a container?)"}
+    return {"possible": True, "reason": None}
 
 
 def parse_xid_records(lines) -> list:

@@ -369,6 +369,17 @@ def _listen_for_xids(handles: list, wait_ms: int) -> list:
     return events
 
 
+def read_driver() -> dict:
+    """The driver as NVML sees it, without reading any GPU: {'loaded', 'reason', 'message',
+    'version', ...}. Without the bindings: loaded False, reason bindings_missing."""
+    if not HAS_PYNVML:
+        return {"loaded": False, "reason": "bindings_missing", "message": "pynvml is not installed", "version": None}
+    with NvmlSession() as session:
+        driver = session.driver
+        driver.update(_system_info() if driver["loaded"] else {"version": None})
+        return driver
+
+
 def read_node(xid_wait_ms: int = 0) -> dict:
     """Snapshot of the node as NVML sees it: {'driver': {...}, 'gpus': [...], 'topology': [...]}.
 

@@ -15,9 +15,12 @@ version_added: 0.1.0
 description:
   - Reads the installed NVIDIA driver packages (dpkg or rpm), which of them are held or
     version-locked, DKMS's build state, and the kernel module loaded now (procfs/sysfs).
+  - The loaded driver is the kernel module's version from procfs/sysfs, else the version NVML
+    reports (O(nvml)).
   - Says which state the host is in (C(not_installed), C(installed_not_loaded),
     C(loaded_outdated), C(loaded_unmanaged), C(ready)) and whether a reboot is needed to run the
-    installed driver. A container, which cannot load kernel modules, never needs one.
+    installed driver. A host that cannot load kernel modules (no C(CAP_SYS_MODULE), as in a
+    container, or module loading disabled) never needs one.
   - Changes nothing.
 author:
   - gpuops.nvidia maintainers (@gpuops)
@@ -25,10 +28,15 @@ options:
   host_root:
     description:
       - Directory under which every host file is read - C(/proc), C(/sys), the package database
-        (C(/var/lib/dpkg/status), or rpm's with C(--root)), the DKMS tree (C(/var/lib/dkms))
-        and container markers - for checking a mounted image or a prepared tree.
+        (C(/var/lib/dpkg/status), or rpm's with C(--root)), the DKMS tree (C(/var/lib/dkms)) and
+        the capabilities in C(/proc/self/status) - for checking a mounted image or a prepared
+        tree. NVML (O(nvml)) always answers for the running host.
     type: path
     default: /
+  nvml:
+    description: Ask NVML which driver answers when procfs/sysfs show no NVIDIA module (needs C(pynvml)).
+    type: bool
+    default: true
 extends_documentation_fragment:
   - gpuops.nvidia.attributes.read_only
 seealso:
@@ -61,7 +69,7 @@ reboot_required:
   returned: always
   type: bool
 can_load_module:
-  description: False in a container, where kernel modules cannot be loaded.
+  description: False where kernel modules cannot be loaded (no C(CAP_SYS_MODULE), as in a container, or loading disabled).
   returned: always
   type: bool
 installed_version:
@@ -75,9 +83,13 @@ installed_from:
   type: str
   sample: nvidia-driver
 loaded_version:
-  description: Version of the NVIDIA kernel module loaded now, or null.
+  description: Version of the NVIDIA driver loaded now (procfs/sysfs, else NVML), or null.
   returned: always
   type: str
+nvml:
+  description: The driver as NVML sees it (loaded, version, reason, message).
+  returned: always
+  type: dict
 kernel_module:
   description: The loaded module as read from procfs/sysfs (version, flavour, source).
   returned: always
@@ -99,32 +111,34 @@ dkms:
   elements: dict
 """
 
-import os
-
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpuops.nvidia.plugins.module_utils import commands, driver_state, kernel
-
-CONTAINER_MARKERS = ("run/.containerenv", ".dockerenv")
+from ansible_collections.gpuops.nvidia.plugins.module_utils import commands, driver_state, kernel, nvml
 
 
 def main():
     module = AnsibleModule(
-        argument_spec=dict(host_root=dict(type="path", default="/")),
+        argument_spec=dict(host_root=dict(type="path", default="/"), nvml=dict(type="bool", default=True)),
         supports_check_mode=True,
     )
     root = module.params["host_root"]
     packages, held = driver_state.read_installed(root, lambda argv: commands.output(module, argv))
     installed, source = driver_state.installed_driver_version(packages)
     loaded = kernel.loaded_module(root)
-    container = any(os.path.exists(os.path.join(root, marker)) for marker in CONTAINER_MARKERS)
-    decision = driver_state.decide(installed, loaded["version"], container)
+    # Where procfs/sysfs do not show the module (a container sees the host's, or none), NVML
+    # tells which driver answers.
+    through_nvml = nvml.read_driver() if module.params["nvml"] else {"loaded": False, "version": None,
+                                                                      "reason": "not asked"}
+    version = loaded["version"] or (through_nvml["version"] if through_nvml["loaded"] else None)
+    loading = kernel.module_loading(root)
+    decision = driver_state.decide(installed, version, loading["possible"], loading["reason"])
     module.exit_json(
         changed=False,
         installed_version=installed,
         installed_from=source,
-        loaded_version=loaded["version"],
+        loaded_version=version,
         kernel_module=loaded,
+        nvml={key: through_nvml.get(key) for key in ("loaded", "version", "reason", "message")},
         packages=packages,
         held=held,
         dkms=driver_state.read_dkms_tree(root),

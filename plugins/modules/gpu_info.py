@@ -19,10 +19,10 @@ description:
   - Works on hosts with or without a working driver. When NVML cannot be opened, the module does
     not fail; RV(driver.reason) says why (C(library_not_found), C(driver_not_loaded),
     C(version_mismatch), C(no_permission) or C(nvml_error)).
-  - Computes health findings (degraded PCIe link, XIDs, uncorrectable ECC errors, row-remap
+  - "Computes health findings (degraded PCIe link, XIDs, uncorrectable ECC errors, row-remap
     failure or pending remap, clock throttling, NVLink down, lost GPUs, driver not usable), each
     in the collection's one finding shape: code, severity, subject (C(node) or C(GPU N)), message
-    and fix, plus the GPU's index and UUID.
+    and fix, plus the GPU's index and UUID."
   - Changes nothing on the host.
 author:
   - gpuops.nvidia maintainers (@gpuops)

@@ -22,7 +22,7 @@ description:
     Secure Boot with an unsigned build; nouveau loaded or not blacklisted; a driver installed by
     NVIDIA's .run installer; NVSwitches that need the fabric manager; free disk space."
   - Compares the plan with the driver the host has installed (its package database) and loaded,
-    and says what a run will do (RV(action)) - install, keep, update within the branch, or change
+    and says what a run will do (RV(plan)) - install, keep, update within the branch, or change
     the branch, which is refused unless O(allow_branch_change=true).
   - Reports every problem at once, each with a code, a message that names the GPU model, what is
     required and what was asked, and a fix. Changes nothing.
@@ -125,11 +125,11 @@ findings:
         Supported branches for Hopper: R535, R550, R560, R565, R570, R575, R580, R590, R595, R610, R620"
       fix: set driver_branch to one of 535, 550, ...
       subject: GPU 0, 1, 2, 3
-action:
+plan:
   description:
-    - What the run will do to the driver - C(install), C(keep), C(update) (another version of
-      the same branch) or C(change_branch) - compared with what is installed and loaded, in
-      words in RV(action.message). Null when the branch is invalid or unknown.
+    - What the run will do to the driver (C(action) - C(install), C(keep), C(update) to another
+      version of the same branch, or C(change_branch)) compared with what is installed and
+      loaded, in words in C(message). Null when the branch is invalid or unknown.
   returned: always
   type: dict
   sample: {action: change_branch, installed: 570.172.08, loaded: 570.172.08, branch: 580, version: null,
@@ -208,7 +208,7 @@ def main():
         passed=report["errors"] == 0,
         findings=report["findings"],
         recommendation=report["recommendation"],
-        action=report["action"],
+        plan=report["action"],
         gpus=gpus,
         nvswitch_count=len(devices["nvswitches"]),
         host=host,

@@ -10,60 +10,111 @@ import pytest
 
 from conftest import tree_digest  # pylint: disable=import-error
 
+DEBIAN_12 = 'ID=debian\nVERSION_ID="12"\nPRETTY_NAME="Debian GNU/Linux 12 (bookworm)"\n'
+
+# (profile, plan, flavour, action): the simulated nodes run the driver their profile names
+# (hgx-h100 570.172.08, hgx-h200 575.57.08, dgx-a100 535.261.03, a100-80gb-pcie-x2 550.163.01,
+# l40s-x4 and hgx-b200 580.95.05, t4-x1 535.247.01) and have no driver packages under the host root.
 GOOD_PLANS = [
-    ("hgx-h100", "driver_branch=580 cuda_version=13.0 mig_required=true", "open"),
-    ("hgx-h200", "driver_branch=R580 mig_required=true", "open"),
-    ("hgx-b200", "driver_branch=580 cuda_version=12.8", "open"),
-    ("dgx-a100", "driver_branch=570 mig_required=true", "open"),
-    ("a100-80gb-pcie-x2", "driver_branch=580", "open"),
-    ("l40s-x4", "driver_branch=580 cuda_version=12.9", "open"),
-    ("t4-x1", "driver_branch=580 kernel_module_type=proprietary", "proprietary"),
+    ("hgx-h100", "driver_branch=580 cuda_version=13.0 mig_required=true allow_branch_change=true", "open",
+     "change_branch"),
+    ("hgx-h100", "driver_branch=570 mig_required=true", "open", "keep"),
+    ("hgx-h200", "driver_branch=R580 mig_required=true allow_branch_change=true", "open", "change_branch"),
+    ("hgx-b200", "driver_branch=580 cuda_version=12.8", "open", "keep"),
+    ("dgx-a100", "driver_branch=570 mig_required=true allow_branch_change=true", "open", "change_branch"),
+    ("a100-80gb-pcie-x2", "driver_branch=550", "open", "keep"),
+    ("l40s-x4", "driver_branch=580 cuda_version=12.9", "open", "keep"),
+    ("t4-x1", "driver_branch=535 kernel_module_type=proprietary", "proprietary", "keep"),
 ]
 
 
-@pytest.mark.parametrize("profile, args, flavour", GOOD_PLANS)
-def test_good_plans_pass(lab, profile, args, flavour):
-    result = lab.module(profile, module="gpuops.nvidia.preflight", args=args)
+@pytest.fixture
+def debian_host(tmp_path):
+    """A Debian 12 host tree (os-release, kernel headers, no packages) for host_root, so the
+    checks do not read the machine the tests run on."""
+    return _host_tree(str(tmp_path / "host"), DEBIAN_12)
+
+
+@pytest.mark.parametrize("profile, args, flavour, action", GOOD_PLANS)
+def test_good_plans_pass(lab, debian_host, profile, args, flavour, action):
+    result = lab.module(profile, module="gpuops.nvidia.preflight", args="%s host_root=%s" % (args, debian_host))
     assert result["changed"] is False
     assert result["passed"] is True
     assert [f for f in result["findings"] if f["severity"] == "error"] == []
     assert result["recommendation"]["kernel_module_type"] == flavour
+    assert result["plan"]["action"] == action
     assert len(result["gpus"]) >= 1
 
 
-def test_r470_on_h100_fails_naming_hopper_and_the_branches(lab):
-    result = lab.module("hgx-h100", module="gpuops.nvidia.preflight", args="driver_branch=470", expect_failure=True)
+def test_a_branch_change_is_refused_unless_asked_for(lab, debian_host):
+    """The default branch 580 on a node that runs 570: pre-flight says so, before apt is asked."""
+    result = lab.module("hgx-h100", module="gpuops.nvidia.preflight",
+                        args="driver_branch=580 host_root=%s" % debian_host, expect_failure=True)
+    assert result["plan"]["action"] == "change_branch"
+    assert (result["plan"]["installed"], result["plan"]["loaded"]) == (None, "570.172.08")
+    assert "loaded 570.172.08; branch R580 was requested: the run would change the driver branch, which is an upgrade" in result["msg"]
+    assert "set driver_branch to 570 to keep the node's driver" in result["msg"]
+
+
+def test_the_installed_packages_are_read_under_the_host_root(lab, debian_host):
+    status = os.path.join(debian_host, "var", "lib", "dpkg")
+    os.makedirs(status)
+    with open(os.path.join(status, "status"), "w") as handle:
+        handle.write("Package: nvidia-driver\nStatus: hold ok installed\nVersion: 580.65.06-1\n\n"
+                     "Package: libnvidia-ml1\nStatus: install ok installed\nVersion: 580.65.06-1\n")
+    result = lab.module("l40s-x4", module="gpuops.nvidia.preflight",
+                        args="driver_branch=580 driver_version=580.95.05 host_root=%s" % debian_host)
+    assert result["plan"] == {"action": "update", "installed": "580.65.06", "loaded": "580.95.05", "branch": 580,
+                                "version": "580.95.05",
+                                "message": "installed 580.65.06, loaded 580.95.05; the run moves the driver to "
+                                           "580.95.05 (same branch R580)"}
+
+
+@pytest.mark.parametrize("args, code", [
+    ("driver_branch=580 driver_version=580", "driver_version_invalid"),
+    ("driver_branch=580 driver_version=570.172.08", "driver_version_off_branch"),
+])
+def test_a_driver_version_that_would_not_pin_is_refused(lab, debian_host, args, code):
+    result = lab.module("l40s-x4", module="gpuops.nvidia.preflight", args="%s host_root=%s" % (args, debian_host),
+                        expect_failure=True)
+    assert code in [f["code"] for f in result["findings"] if f["severity"] == "error"]
+
+
+def test_r470_on_h100_fails_naming_hopper_and_the_branches(lab, debian_host):
+    result = lab.module("hgx-h100", module="gpuops.nvidia.preflight",
+                        args="driver_branch=470 allow_branch_change=true host_root=%s" % debian_host, expect_failure=True)
     assert result["failed"] is True
     assert "NVIDIA H100 80GB HBM3 (Hopper) needs driver branch R525 and newer; branch R470 was requested" in result["msg"]
     assert "Supported branches for Hopper: R535," in result["msg"] and "R580" in result["msg"]
 
 
-def test_r580_on_h100_recommends_open_modules_and_fabric_manager(lab):
-    result = lab.module("hgx-h100", module="gpuops.nvidia.preflight", args="driver_branch=580")
+def test_r570_on_h100_recommends_open_modules_and_fabric_manager(lab, debian_host):
+    result = lab.module("hgx-h100", module="gpuops.nvidia.preflight", args="driver_branch=570 host_root=%s" % debian_host)
     assert result["passed"] is True
     assert result["recommendation"]["kernel_module_type"] == "open"
     assert result["nvswitch_count"] == 4  # seen behind the GPUs' NVLinks
-    assert "nvidia-fabricmanager-580" in result["recommendation"]["packages"]
+    assert "nvidia-fabricmanager-570" in result["recommendation"]["packages"]
 
 
 BAD_PLANS = [
-    ("hgx-h100", "driver_branch=470", "branch_unsupported_gpu", "Hopper"),
+    ("hgx-h100", "driver_branch=470 allow_branch_change=true", "branch_unsupported_gpu", "Hopper"),
     ("hgx-b200", "driver_branch=580 kernel_module_type=proprietary", "flavour_open_required",
      "NVIDIA B200 (Blackwell) only runs with the open kernel modules"),
-    ("hgx-h100", "driver_branch=535 cuda_version=13.0", "cuda_driver_too_old",
+    ("hgx-h100", "driver_branch=535 cuda_version=13.0 allow_branch_change=true", "cuda_driver_too_old",
      "CUDA 13.0 needs driver >= 580.65.06; branch 535 was requested"),
     ("l40s-x4", "driver_branch=580 mig_required=true", "mig_unsupported", "NVIDIA L40S (Ada) does not support MIG"),
-    ("t4-x1", "driver_branch=580 mig_required=true", "mig_unsupported", "Tesla T4 (Turing) does not support MIG"),
+    ("t4-x1", "driver_branch=535 mig_required=true", "mig_unsupported", "Tesla T4 (Turing) does not support MIG"),
     ("hgx-h100", "driver_branch=latest", "branch_invalid", "is not a branch number"),
     ("hgx-h100", "driver_branch=123", "branch_unknown", "R123 is not a published NVIDIA datacenter branch"),
 ]
 
 
 @pytest.mark.parametrize("profile, args, code, text", BAD_PLANS)
-def test_bad_plans_fail_clearly_and_change_nothing(lab, profile, args, code, text):
-    watched = ("/etc/apt", "/etc/modprobe.d")
+def test_bad_plans_fail_clearly_and_change_nothing(lab, debian_host, profile, args, code, text):
+    watched = (debian_host, "/etc/apt", "/etc/modprobe.d")
     before = tree_digest(*watched)
-    result = lab.module(profile, module="gpuops.nvidia.preflight", args=args, expect_failure=True)
+    result = lab.module(profile, module="gpuops.nvidia.preflight", args="%s host_root=%s" % (args, debian_host),
+                        expect_failure=True)
     assert result["failed"] is True and result["changed"] is False
     errors = [f for f in result["findings"] if f["severity"] == "error"]
     assert code in [f["code"] for f in errors]
@@ -122,12 +173,12 @@ def test_before_any_driver_gpus_come_from_the_pci_bus(lab, tmp_path):
     assert {f["code"] for f in distro["findings"] if f["severity"] == "error"} == {"fabric_manager_unavailable"}
 
 
-def test_fail_on_problems_false_returns_the_findings(lab):
+def test_fail_on_problems_false_returns_the_findings(lab, debian_host):
     result = lab.module("l40s-x4", module="gpuops.nvidia.preflight",
-                        args="driver_branch=470 mig_required=true fail_on_problems=false")
+                        args="driver_branch=470 mig_required=true fail_on_problems=false host_root=%s" % debian_host)
     assert result.get("failed") is not True and result["passed"] is False
     assert {f["code"] for f in result["findings"] if f["severity"] == "error"} == {
-        "branch_unsupported_gpu", "mig_unsupported"}
+        "branch_unsupported_gpu", "mig_unsupported", "driver_branch_change"}
 
 
 def test_driver_status_on_a_host_without_a_driver(lab, tmp_path):
@@ -138,12 +189,37 @@ def test_driver_status_on_a_host_without_a_driver(lab, tmp_path):
     assert result["installed_version"] is None and result["loaded_version"] is None
 
 
-def test_driver_status_reads_the_loaded_module(lab, tmp_path):
+@pytest.mark.parametrize("packages, caps, state, reboot", [
+    # the module loaded, no driver package: a .run install, or someone else's
+    ("", "000001ffffffffff", "loaded_unmanaged", False),
+    ("Package: nvidia-driver\nStatus: install ok installed\nVersion: 580.95.05-1\n", "000001ffffffffff", "ready", False),
+    ("Package: nvidia-driver\nStatus: install ok installed\nVersion: 580.105.08-1\n", "000001ffffffffff",
+     "loaded_outdated", True),
+    # without CAP_SYS_MODULE (bit 16), as in a container: the state is reported, no reboot
+    ("Package: nvidia-driver\nStatus: install ok installed\nVersion: 580.105.08-1\n", "00000000a80425fb",
+     "loaded_outdated", False),
+])
+def test_driver_status_reads_everything_under_the_host_root(lab, tmp_path, packages, caps, state, reboot):
     (tmp_path / "sys/module/nvidia").mkdir(parents=True)
     (tmp_path / "sys/module/nvidia/version").write_text("580.95.05\n")
-    (tmp_path / "run").mkdir()
-    (tmp_path / "run/.containerenv").write_text("")
+    (tmp_path / "proc/self").mkdir(parents=True)
+    (tmp_path / "proc/self/status").write_text("Name:\tpython3\nCapEff:\t%s\n" % caps)
+    (tmp_path / "var/lib/dpkg").mkdir(parents=True)
+    (tmp_path / "var/lib/dpkg/status").write_text(packages)
     result = lab.module("none", module="gpuops.nvidia.driver_status", args="host_root=%s" % tmp_path)
     assert result["loaded_version"] == "580.95.05"
-    assert result["can_load_module"] is False
-    assert result["state"] in ("loaded_unmanaged", "ready", "loaded_outdated")
+    assert (result["state"], result["reboot_required"]) == (state, reboot)
+    assert result["can_load_module"] is (caps == "000001ffffffffff")
+
+
+def test_driver_status_asks_nvml_when_the_kernel_files_show_no_module(lab, tmp_path):
+    """In a container /proc/driver/nvidia and /sys/module/nvidia are the host's (or absent):
+    NVML says which driver answers."""
+    (tmp_path / "var/lib/dpkg").mkdir(parents=True)
+    (tmp_path / "var/lib/dpkg/status").write_text("Package: nvidia-driver\nStatus: install ok installed\n"
+                                                  "Version: 580.95.05-1\n")
+    result = lab.module("l40s-x4", module="gpuops.nvidia.driver_status", args="host_root=%s" % tmp_path)
+    assert result["kernel_module"]["loaded"] is False and result["nvml"]["version"] == "580.95.05"
+    assert (result["loaded_version"], result["state"]) == ("580.95.05", "ready")
+    mismatch = lab.module("version-mismatch", module="gpuops.nvidia.driver_status", args="host_root=%s" % tmp_path)
+    assert mismatch["nvml"]["reason"] == "version_mismatch" and mismatch["state"] == "installed_not_loaded"

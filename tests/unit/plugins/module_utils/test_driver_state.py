@@ -113,17 +113,18 @@ def test_read_dkms_tree(tmp_path):
     assert driver_state.read_dkms_tree(str(tmp_path / "nothing")) == []
 
 
-@pytest.mark.parametrize("installed, loaded, container, state, reboot", [
-    (None, None, False, "not_installed", False),
-    ("580.95.05", None, False, "installed_not_loaded", True),
-    ("580.95.05", None, True, "installed_not_loaded", False),
-    ("580.95.05", "570.172.08", False, "loaded_outdated", True),
-    ("580.95.05", "580.95.05", False, "ready", False),
-    (None, "570.172.08", False, "loaded_unmanaged", False),
+@pytest.mark.parametrize("installed, loaded, can_load, state, reboot", [
+    (None, None, True, "not_installed", False),
+    ("580.95.05", None, True, "installed_not_loaded", True),
+    ("580.95.05", None, False, "installed_not_loaded", False),
+    ("580.95.05", "570.172.08", True, "loaded_outdated", True),
+    ("580.95.05", "570.172.08", False, "loaded_outdated", False),
+    ("580.95.05", "580.95.05", True, "ready", False),
+    (None, "570.172.08", True, "loaded_unmanaged", False),
 ])
-def test_decide(installed, loaded, container, state, reboot):
-    decision = driver_state.decide(installed, loaded, container)
+def test_decide(installed, loaded, can_load, state, reboot):
+    decision = driver_state.decide(installed, loaded, can_load, None if can_load else "no CAP_SYS_MODULE")
     assert (decision["state"], decision["reboot_required"]) == (state, reboot)
-    assert decision["can_load_module"] is not container
-    if container and state == "installed_not_loaded":
-        assert "container" in decision["message"]
+    assert decision["can_load_module"] is can_load
+    if not can_load and state in ("installed_not_loaded", "loaded_outdated"):
+        assert decision["message"].endswith("; no CAP_SYS_MODULE, so a reboot would not load it: the state stays as it is")

@@ -1,0 +1,161 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpuops.nvidia contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: apt_refresh
+short_description: Refresh apt's package lists for given sources only, and say which source failed and why
+version_added: 0.1.0
+description:
+  - Runs C(apt-get update) for the given source files only (O(sources)), so a stage refreshes the
+    repository it changed and a broken source of another stage (a key that rotated, a mirror that
+    moved) does not stop it. Without O(sources) it refreshes every source when the lists are older
+    than O(cache_valid_time).
+  - When apt fails, the message names each failing source file and URL, apt's reason - C(NO_PUBKEY)
+    after a key rotation, an expired or bad signature, 404, an unreachable host or proxy - and the
+    fix, instead of apt's bare exit status.
+author:
+  - gpuops.nvidia maintainers (@gpuops)
+options:
+  sources:
+    description: apt source files (C(.sources) or C(.list)) to refresh; empty refreshes every source.
+    type: list
+    elements: path
+    default: []
+  cache_valid_time:
+    description: With no O(sources), refresh only when the lists are older than this many seconds (0 - always).
+    type: int
+    default: 0
+  hints:
+    description:
+      - Words to add to the fix per kind of problem (C(key), C(not_found), C(proxy), C(network)),
+        for example the role variable that holds a repository's key.
+    type: dict
+    default: {}
+  environment:
+    description: Environment for apt, for example C(http_proxy) / C(https_proxy).
+    type: dict
+    default: {}
+attributes:
+  check_mode:
+    support: full
+    description: Reports whether a refresh would run, and does not run it.
+  diff_mode:
+    support: none
+    description: The package lists are a cache; there is no diff.
+  idempotent:
+    support: partial
+    description: C(changed) is true when apt fetched new lists, which depends on the repositories.
+seealso:
+  - module: ansible.builtin.apt
+"""
+
+EXAMPLES = r"""
+- name: Refresh the lists of NVIDIA's repository only
+  gpuops.nvidia.apt_refresh:
+    sources: [/etc/apt/sources.list.d/gpuops-nvidia-cuda.sources]
+    hints:
+      key: set driver_repo_key (or driver_repo_key_url) to the repository's current key
+
+- name: Refresh every source when the lists are older than an hour
+  gpuops.nvidia.apt_refresh:
+    cache_valid_time: 3600
+"""
+
+RETURN = r"""
+refreshed:
+  description: Whether apt-get update ran.
+  returned: always
+  type: bool
+problems:
+  description: Sources apt could not refresh (source, url, kind, reason, fix); on success, those it only warned about.
+  returned: always
+  type: list
+  elements: dict
+  sample:
+    - source: /etc/apt/sources.list.d/gpuops-nvidia-container-toolkit.sources
+      url: https://nvidia.github.io/libnvidia-container/stable/deb/amd64
+      kind: key
+      reason: its Release file is signed with key A4B469963BF863CC, which the source's keyring does not hold
+      fix: "the repository's signing key changed (a key rotation) or the wrong key was given: install the repository's current key"
+"""
+
+import os
+import time
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.gpuops.nvidia.plugins.module_utils import apt, commands
+
+LISTS = "/var/lib/apt/lists"
+
+
+def _lists_state():
+    state = {}
+    if os.path.isdir(LISTS):
+        for name in os.listdir(LISTS):
+            path = os.path.join(LISTS, name)
+            if os.path.isfile(path):
+                stat = os.stat(path)
+                state[name] = (stat.st_size, stat.st_mtime_ns)
+    return state
+
+
+def _lists_age(state):
+    releases = [mtime for name, (_size, mtime) in state.items() if name.endswith(("_InRelease", "_Release"))]
+    return None if not releases else time.time() - max(releases) / 1e9
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            sources=dict(type="list", elements="path", default=[]),
+            cache_valid_time=dict(type="int", default=0),
+            hints=dict(type="dict", default={}),
+            environment=dict(type="dict", default={}),
+        ),
+        supports_check_mode=True,
+    )
+    sources = module.params["sources"]
+    for path in sources:
+        if not os.path.isfile(path):
+            module.fail_json(msg="apt source %s does not exist; add the source before refreshing it" % path)
+    before = _lists_state()
+    age = _lists_age(before)
+    if not sources and module.params["cache_valid_time"] and age is not None and age < module.params["cache_valid_time"]:
+        module.exit_json(changed=False, refreshed=False, problems=[])
+    if module.check_mode:
+        module.exit_json(changed=True, refreshed=False, problems=[])
+
+    runs = [["-o", "Dir::Etc::sourcelist=%s" % path, "-o", "Dir::Etc::sourceparts=-",
+             "-o", "APT::Get::List-Cleanup=0"] for path in sources] or [[]]
+    known = apt.read_sources("/")
+    problems, failed = [], False
+    environ = {key: str(value) for key, value in module.params["environment"].items()}
+    for options in runs:
+        rc, out, err = commands.run(module, ["apt-get", "update", "-q"] + options, env=environ)
+        found = apt.update_problems(out + "\n" + err, known)
+        problems.extend(found)
+        if rc != 0 or (sources and found):
+            failed = True
+            if not found:
+                last = (err.strip() or out.strip() or "apt-get update failed (exit %d)" % rc).splitlines()[-1]
+                problems.append({"source": options[1].split("=", 1)[1] if options else None, "url": None,
+                                 "kind": "other", "reason": last,
+                                 "fix": "run apt-get update on the node to see apt's own message"})
+    changed = _lists_state() != before
+    if failed:
+        module.fail_json(msg=apt.describe(problems, module.params["hints"]), problems=problems, changed=changed)
+    for item in problems:
+        module.warn("apt warned about %s (%s): %s" % (item["source"] or "a source", item["url"], item["reason"]))
+    module.exit_json(changed=changed, refreshed=True, problems=problems)
+
+
+if __name__ == "__main__":
+    main()
