@@ -65,8 +65,9 @@ fake-nvml: venv
 images: apt
 	tests/lab/images/build all
 
-# NVIDIA's real programs, built from their Go modules (cached outside the checkout, by version).
-GO_BINARY_SETS := toolkit-1.17.8 toolkit-1.18.0
+# Real components built from their Go modules (cached outside the checkout, by version): NVIDIA's
+# container toolkit for the lab's packages, CRI-O for the runtime configuration checks.
+GO_BINARY_SETS := toolkit-1.17.8 toolkit-1.18.0 crio
 go-binaries:
 	tests/lab/go-binaries $(GO_BINARY_SETS)
 
@@ -92,13 +93,16 @@ lab-down:
 	tests/lab/lab down
 
 ## ---- tests --------------------------------------------------------------------------------
+# Under `make test` a test whose prerequisite is missing fails instead of skipping
+# (GPUOPS_REQUIRE_ALL): only a reason a reader sees, like "no GPU", may skip a test.
 test: deps fake-nvml images collection
-	$(MAKE) --no-print-directory sanity lint units molecule lab-tests integration
+	GPUOPS_REQUIRE_ALL=1 $(MAKE) --no-print-directory sanity lint units molecule lab-tests integration
 
 $(AT_ROOT): FORCE
 	@mkdir -p $(AT_ROOT)
 	@rsync -a --delete --exclude '/.venv' --exclude '/.build' --exclude '/.git' \
-		--exclude '__pycache__' --exclude '/tests/output' --exclude '.pytest_cache' ./ $(AT_ROOT)/
+		--exclude '__pycache__' --exclude '/tests/output' --exclude '.pytest_cache' \
+		--exclude '/tests/lab/fake-nvml/build/deb' ./ $(AT_ROOT)/
 FORCE:
 
 # ansible-test builds its own virtual environments and first fetches a pip bootstrap script from
@@ -132,6 +136,7 @@ runtime-binaries: apt
 	tests/lab/runtime-binaries $(BUILD)/runtimes
 
 integration: fake-nvml collection runtime-binaries go-binaries
+	GPUOPS_CRIO=$$(tests/lab/go-binaries --dir crio)/crio \
 	GPUOPS_RUNTIME_BINARIES=$(CURDIR)/$(BUILD)/runtimes $(BIN)/pytest -q -p no:cacheprovider tests/integration
 
 clean:

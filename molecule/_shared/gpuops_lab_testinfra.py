@@ -35,3 +35,16 @@ def _get_ansible_host(config: Any, inventory: Any, host: str, **kwargs: Any) -> 
 
 
 ansible_runner.get_ansible_host = _get_ansible_host
+
+
+def started_after_written(host, unit, path):
+    """True when the unit's current run started after path was last written, compared at
+    microsecond resolution (systemd's --timestamp=us+utc, the file's mtime in nanoseconds): a
+    restart before the write, or no restart, is False."""
+    import datetime  # pylint: disable=import-outside-toplevel
+    shown = host.check_output("systemctl show %s -p ActiveEnterTimestamp --value --timestamp=us+utc" % unit)
+    started = datetime.datetime.strptime(shown.strip(), "%a %Y-%m-%d %H:%M:%S.%f %Z").replace(
+        tzinfo=datetime.timezone.utc)
+    written_ns = int(host.check_output("stat -c %%.9Y %s" % path).replace(".", ""))
+    started_us = int(started.timestamp()) * 1000000 + started.microsecond
+    return started_us > written_ns // 1000

@@ -26,20 +26,38 @@ except ImportError:
 
 def expected_names(gpus: list) -> set:
     """CDI device names nvidia-ctk gives the GPUs: index and UUID of every GPU, 'i:j' and the
-    UUID of every MIG device, and 'all'."""
+    UUID of every MIG device, and 'all'. A GPU in MIG mode is named by its MIG devices only:
+    nvidia-ctk 1.18 leaves the GPU itself out (1.17 still listed it), see optional_names()."""
     names = {"all"}
     for gpu in gpus:
         if gpu.get("lost"):
             continue
-        names.add(str(gpu["index"]))
-        if gpu.get("uuid"):
-            names.add(gpu["uuid"])
+        if not _mig_enabled(gpu):
+            names.add(str(gpu["index"]))
+            if gpu.get("uuid"):
+                names.add(gpu["uuid"])
         for position, device in enumerate((gpu.get("mig") or {}).get("devices") or []):
             # nvidia-ctk names a MIG device by its GPU's index and its MIG handle index
             names.add("%d:%d" % (gpu["index"], device.get("index", position)))
             if device.get("uuid"):
                 names.add(device["uuid"])
     return names
+
+
+def optional_names(gpus: list) -> set:
+    """Names a spec may carry without being stale: those of the GPUs in MIG mode themselves
+    (nvidia-ctk 1.17 lists them, 1.18 does not: pkg/nvcdi/lib-nvml.go skips a MIG-enabled GPU)."""
+    names = set()
+    for gpu in gpus:
+        if not gpu.get("lost") and _mig_enabled(gpu):
+            names.add(str(gpu["index"]))
+            if gpu.get("uuid"):
+                names.add(gpu["uuid"])
+    return names
+
+
+def _mig_enabled(gpu: dict) -> bool:
+    return bool((gpu.get("mig") or {}).get("current"))
 
 
 def read_specs(directories, root: str = "/") -> tuple:
@@ -92,7 +110,8 @@ def present_paths(paths, root: str = "/") -> set:
 def check(specs: list, problems: list, gpus: list, kind: str = "nvidia.com/gpu", present_nodes=None) -> dict:
     """Findings for the specs of one kind against the GPUs. present_nodes is the set of device
     node paths that exist on the host (see device_nodes() and present_paths()); None skips the
-    device-node check. Returns {'findings', 'stale', 'listed', 'expected', 'spec_files'}."""
+    device-node check. Returns {'findings', 'stale', 'blocked' (a lost GPU keeps nvidia-ctk from
+    generating), 'listed', 'expected', 'spec_files'}."""
     findings = [_finding("cdi_spec_unreadable", "error", "CDI spec %s cannot be read: %s" % (p["path"], p["error"]),
                          "regenerate it (nvidia-ctk cdi generate) or remove it", subject=p["path"], path=p["path"])
                 for p in problems]
@@ -102,13 +121,15 @@ def check(specs: list, problems: list, gpus: list, kind: str = "nvidia.com/gpu",
     for spec in ours:
         for device in spec["data"].get("devices") or []:
             listed.add(str(device.get("name")))
+    lost = [gpu for gpu in gpus or [] if gpu.get("lost")]
     if not ours:
         if gpus:
             findings.append(_finding(
                 "cdi_spec_missing", "error", "no CDI spec for kind %s, while NVML lists %d GPU(s)" % (kind, len(gpus)),
                 "generate one: nvidia-ctk cdi generate --output=/var/run/cdi/nvidia.yaml"))
-        return {"findings": findings, "stale": bool(gpus), "listed": [], "expected": sorted(expected),
-                "spec_files": []}
+            findings.extend(_blocked(lost))
+        return {"findings": findings, "stale": bool(gpus), "blocked": bool(lost), "listed": [],
+                "expected": sorted(expected), "spec_files": []}
     if len(ours) > 1:
         findings.append(_finding(
             "cdi_spec_duplicate", "error",
@@ -116,7 +137,7 @@ def check(specs: list, problems: list, gpus: list, kind: str = "nvidia.com/gpu",
             % (kind, len(ours), ", ".join(spec["path"] for spec in ours)),
             "keep one spec for the kind (generated specs go to /var/run/cdi, static ones to /etc/cdi)"))
     missing = sorted(expected - listed)
-    gone = sorted(listed - expected - {"all"}) if gpus else []
+    gone = sorted(listed - expected - optional_names(gpus) - {"all"}) if gpus else []
     if missing:
         findings.append(_finding(
             "cdi_device_missing", "error",
@@ -136,5 +157,17 @@ def check(specs: list, problems: list, gpus: list, kind: str = "nvidia.com/gpu",
                 "load the NVIDIA driver (nvidia-modprobe creates the nodes) and regenerate the spec",
                 paths=absent))
     stale = any(f["code"] in ("cdi_device_missing", "cdi_device_stale", "cdi_spec_missing") for f in findings)
-    return {"findings": fnd.ordered(findings), "stale": stale, "listed": sorted(listed),
+    if stale:
+        findings.extend(_blocked(lost))
+    return {"findings": fnd.ordered(findings), "stale": stale, "blocked": bool(lost), "listed": sorted(listed),
             "expected": sorted(expected), "spec_files": [spec["path"] for spec in ours]}
+
+
+def _blocked(lost: list) -> list:
+    """nvidia-ctk writes no spec at all while a GPU is lost: it asks every GPU's name first and
+    stops at the error (go-nvlib's device visitor), so regenerating cannot help."""
+    return [_finding(
+        "cdi_generation_blocked", "error",
+        "nvidia-ctk cannot generate a CDI spec while GPU %s is lost: it stops at that GPU" % gpu.get("index"),
+        "the node needs attention first (gpu_lost): drain and reboot it; the spec is generated once every GPU "
+        "answers", subject="GPU %s" % gpu.get("index"), gpu=gpu.get("index")) for gpu in lost]

@@ -113,11 +113,11 @@ def check_driver_version(plan: dict, branch: int, findings: list) -> None:
             "driver_version %r is not a whole driver version (NVIDIA's look like 580.95.05 or 570.26)" % (version,),
             "set driver_version to an exact version such as %d.95.05, or leave it empty to follow branch R%d"
             % (branch, branch), subject="driver_version"))
-    elif int(str(version).split(".")[0]) != branch:
+    elif int(str(version).split(".", maxsplit=1)[0]) != branch:
         findings.append(_finding(
             "driver_version_off_branch", "error",
             "driver_version %s is not on the requested branch R%d" % (version, branch),
-            "set driver_branch to %s, or a driver_version of branch %d" % (str(version).split(".")[0], branch),
+            "set driver_branch to %s, or a driver_version of branch %d" % (str(version).split(".", maxsplit=1)[0], branch),
             subject="driver_version"))
 
 
@@ -139,6 +139,8 @@ def plan_action(plan: dict, branch: int, installed: str | None, loaded: str | No
     wanted = "driver %s" % version if version else "branch R%d" % branch
     if current is None:
         action, message = "install", "no NVIDIA driver on the host: the run installs %s" % wanted
+    elif installed is None and compat.parse_branch(current) == branch:
+        action, message = "install", "%s but no driver package: the run installs %s" % (have, wanted)
     elif compat.parse_branch(current) != branch:
         action = "change_branch"
         message = "%s; %s was requested: the run would change the driver branch" % (have, wanted)

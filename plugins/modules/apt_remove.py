@@ -146,8 +146,8 @@ def main():
         rc, out, err = commands.run(module, ["apt-get", "-q", "-y"] + options + [_verb(module)] + sorted(candidates),
                                     env={"DEBIAN_FRONTEND": "noninteractive"})
         if rc != 0:
-            module.fail_json(msg="apt-get could not remove %s: %s" % (", ".join(sorted(candidates)),
-                                                                       err.strip() or out.strip()), **result)
+            problem = err.strip() or out.strip()
+            module.fail_json(msg="apt-get could not remove %s: %s" % (", ".join(sorted(candidates)), problem), **result)
     module.exit_json(**result)
 
 

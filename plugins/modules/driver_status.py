@@ -127,8 +127,8 @@ def main():
     loaded = kernel.loaded_module(root)
     # Where procfs/sysfs do not show the module (a container sees the host's, or none), NVML
     # tells which driver answers.
-    through_nvml = nvml.read_driver() if module.params["nvml"] else {"loaded": False, "version": None,
-                                                                      "reason": "not asked"}
+    not_asked = {"loaded": False, "version": None, "reason": "not asked"}
+    through_nvml = nvml.read_driver() if module.params["nvml"] else not_asked
     version = loaded["version"] or (through_nvml["version"] if through_nvml["loaded"] else None)
     loading = kernel.module_loading(root)
     decision = driver_state.decide(installed, version, loading["possible"], loading["reason"])

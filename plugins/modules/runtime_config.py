@@ -34,9 +34,9 @@ description:
     the fix, before anything changes; that includes an O(runtime_name) that is no valid
     RuntimeClass handler name (a DNS label) or that would take over another runtime (C(runc),
     C(crun), or a runtime the configuration already defines that is not NVIDIA's).
-  - Credentials are masked in diffs, warnings and messages: values of credential keys
+  - "Credentials are masked in diffs, results, warnings and messages: values of credential keys
     (C(password), C(auth), C(token), C(Authorization) headers ...) and the password of every
-    URL (C(http://user:PASSWORD@proxy:3128)).
+    URL (C(http://user:PASSWORD@proxy:3128))."
 author:
   - gpuops.nvidia maintainers (@gpuops)
 requirements:
@@ -110,9 +110,9 @@ options:
     type: str
   handler_options:
     description:
-      - CRI-O only. Fields of the NVIDIA handler (C([crio.runtime.runtimes.<runtime_name>])) to set
+      - "CRI-O only. Fields of the NVIDIA handler (C([crio.runtime.runtimes.<runtime_name>])) to set
         instead of those copied from the default runtime, for example
-        C({monitor_path: /usr/libexec/crio/conmon}); a null value leaves a copied field out.
+        C({monitor_path: /usr/libexec/crio/conmon}); a null value leaves a copied field out."
       - The module refuses a handler CRI-O would not start with (no C(monitor_path) while conmon is
         not in C($PATH), a C(monitor_path) that is no executable, a C(monitor_cgroup) that does not
         suit the cgroup manager).

@@ -15,7 +15,8 @@ import tomllib
 
 import pytest
 
-from crio_check import UpstreamHost, crio_binary, crio_config, crio_default_config, crio_start_check  # pylint: disable=import-error
+from conftest import require  # pylint: disable=import-error
+from crio_check import UpstreamHost, crio_binary, crio_default_config  # pylint: disable=import-error
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 FIXTURES = os.path.join(REPO, "tests", "unit", "plugins", "module_utils", "runtime", "fixtures")
@@ -27,14 +28,10 @@ HOST_STATE = ("/etc/crio", "/var/lib/crio", "/var/run/crio", "/run/crio", "/var/
 
 @pytest.fixture(autouse=True)
 def _binaries():
-    promised = "GPUOPS_CRIO" in os.environ  # make integration builds crio and sets it
     missing = [] if CRIO and os.access(CRIO, os.X_OK) else ["crio (tests/lab/go-binaries crio builds it)"]
     missing += ["%s (Debian package %s)" % (name, name) for name in ("conmon", "runc")
                 if not shutil.which(name, path=SYSTEM_PATH)]
-    if missing:
-        if promised:
-            pytest.fail("missing: %s" % ", ".join(missing))
-        pytest.skip("missing: %s; `make integration` provides them" % ", ".join(missing))
+    require(not missing, ", ".join(missing), "`make integration` provides them")
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ of the matching release prints for both results (1.6 from this machine, 1.7 and 
 tests/lab/runtime-binaries), for Docker the parsed daemon.json (checked with dockerd 26's --validate),
 for CRI-O the parsed drop-ins. Where they agree, one parametrized test says so; every difference in
 meaning has a test of its own that asserts it and says why the project's editor differs (or, where
-the editor is wrong, is marked xfail(strict=True))."""
+the editor was wrong, became a test that the editor now agrees)."""
 from __future__ import annotations
 
 import atexit
@@ -23,7 +23,7 @@ import tomllib
 
 import pytest
 
-from conftest import REPO  # pylint: disable=import-error
+from conftest import REPO, require  # pylint: disable=import-error
 
 # the working tree's collection, importable as ansible_collections.gpuops.nvidia
 _IMPORT_ROOT = tempfile.mkdtemp(prefix="gpuops-nvidia-import-")
@@ -55,10 +55,7 @@ def ctk():
 def release(suite, name):
     """A runtime binary of another Debian release (tests/lab/runtime-binaries)."""
     binary = os.path.join(RELEASES, suite, name)
-    if not os.access(binary, os.X_OK):
-        if "GPUOPS_RUNTIME_BINARIES" in os.environ:  # make test fetches them: missing is a failure
-            pytest.fail("%s is missing (tests/lab/runtime-binaries fetches it)" % binary)
-        pytest.skip("run tests/lab/runtime-binaries %s first" % RELEASES)
+    require(os.access(binary, os.X_OK), binary, "tests/lab/runtime-binaries %s fetches it" % RELEASES)
     return binary
 
 
@@ -189,25 +186,10 @@ def test_both_copy_runc_options_before_containerd_21(ctk, tmp_path):
 # ------------------------------------------------------------------ containerd: differences
 
 
-MERGE_MODE_DEFECT = (
-    "containerd.configure() in merge mode (containerd >= 2.1) builds the nvidia runtime from the drop-in's "
-    "own, empty CRI table, not from the main file's runc, so runc's settings (options.SystemdCgroup = true, "
-    "sandboxer) are not copied as nvidia-ctk copies them; with kubelet on the systemd cgroup driver the "
-    "nvidia runtime's containers then run under cgroupfs")
-
-
-def test_containerd_21_nvidia_ctk_copies_runcs_settings(ctk, tmp_path):
-    """The difference behind the xfail below: on containerd 2.1 (imports merge) nvidia-ctk's nvidia
-    runtime has runc's SystemdCgroup = true, the editor's has none."""
-    theirs = dump("2.1.9", ctk_containerd(ctk, tmp_path, fixture("rke2-v3.toml")))
-    ours = dump("2.1.9", ours_containerd(tmp_path, fixture("rke2-v3.toml"), "2.1.9"))
-    path = CRI3 + ("containerd", "runtimes", "nvidia", "options", "SystemdCgroup")
-    assert differences(theirs, ours) == {path: (True, "<absent>")}
-
-
-@pytest.mark.xfail(strict=True, reason=MERGE_MODE_DEFECT)
 @pytest.mark.parametrize("name", ["rke2-v3.toml", "containerd-2.0-v3.toml", "containerd-2.1-default.toml"])
 def test_containerd_21_same_effective_configuration(ctk, tmp_path, name):
+    """containerd 2.1 merges imports: the drop-in's nvidia runtime carries runc's options itself
+    (SystemdCgroup = true, sandboxer ...), as nvidia-ctk's does."""
     theirs = dump("2.1.9", ctk_containerd(ctk, tmp_path, fixture(name)))
     ours = dump("2.1.9", ours_containerd(tmp_path, fixture(name), "2.1.9"))
     assert differences(theirs, ours) == {}

@@ -64,10 +64,9 @@ def test_the_installed_packages_are_read_under_the_host_root(lab, debian_host):
                      "Package: libnvidia-ml1\nStatus: install ok installed\nVersion: 580.65.06-1\n")
     result = lab.module("l40s-x4", module="gpuops.nvidia.preflight",
                         args="driver_branch=580 driver_version=580.95.05 host_root=%s" % debian_host)
-    assert result["plan"] == {"action": "update", "installed": "580.65.06", "loaded": "580.95.05", "branch": 580,
-                                "version": "580.95.05",
-                                "message": "installed 580.65.06, loaded 580.95.05; the run moves the driver to "
-                                           "580.95.05 (same branch R580)"}
+    assert result["plan"] == {
+        "action": "update", "installed": "580.65.06", "loaded": "580.95.05", "branch": 580, "version": "580.95.05",
+        "message": "installed 580.65.06, loaded 580.95.05; the run moves the driver to 580.95.05 (same branch R580)"}
 
 
 @pytest.mark.parametrize("args, code", [

@@ -4,6 +4,8 @@ import tomllib
 
 import yaml
 
+from gpuops_lab_testinfra import started_after_written  # pylint: disable=import-error
+
 CRI = 'plugins."io.containerd.grpc.v1.cri"'
 
 
@@ -43,9 +45,7 @@ def test_cri_plugin_loaded_after_the_restart(host):
     assert any(line.split()[:2] == ["io.containerd.grpc.v1", "cri"] and line.split()[-1] == "ok"
                for line in plugins.splitlines())
     # containerd was (re)started after the drop-in was written
-    started = host.check_output("date -d \"$(systemctl show containerd -p ActiveEnterTimestamp --value)\" +%s")
-    written = host.check_output("stat -c %Y /etc/containerd/conf.d/99-nvidia.toml")
-    assert int(started) >= int(written)
+    assert started_after_written(host, "containerd", "/etc/containerd/conf.d/99-nvidia.toml")
 
 
 def test_drop_in_keeps_the_credentials_private(host):
@@ -71,11 +71,17 @@ def test_cdi_spec_generated_once_the_driver_is_loaded(host):
     spec = yaml.safe_load(host.file("/var/run/cdi/nvidia.yaml").content_string)
     assert spec["kind"] == "nvidia.com/gpu"
     assert {device["name"] for device in spec["devices"]} == {"0", "1", "2", "3", "all"} | set(uuids)
-    calls = [line for line in host.file("/var/log/gpuops-fake-nvidia-toolkit.log").content_string.splitlines()
-             if " nvidia-ctk cdi generate" in line]
-    # not at converge (driver not loaded), not at the idempotence run: once, after the reboot
-    assert len(calls) == 1 and calls[0].endswith("nvidia-ctk cdi generate --output=/var/run/cdi/nvidia.yaml")
+    # written once, after the "reboot" (converge and idempotence had no driver), and not again
+    # by the run that found it current
+    stats = json.loads(host.file("/var/tmp/gpuops-cdi-spec-stat.json").content_string)
+    assert stats["generated"] == stats["again"]
+    # NVIDIA's nvidia-ctk wrote it: its own header and the device nodes of the simulated driver
+    nodes = {node["path"] for device in spec["devices"] for node in device["containerEdits"].get("deviceNodes", [])}
+    assert spec["cdiVersion"] and nodes >= {"/dev/nvidia0", "/dev/nvidia1", "/dev/nvidia2", "/dev/nvidia3"}
+    for path in nodes:
+        assert host.check_output("stat -c %%F %s" % path) == "character special file", path
 
 
 def test_no_refresh_units_in_toolkit_117(host):
+    assert not host.file("/etc/systemd/system/nvidia-cdi-refresh.path").exists
     assert not host.file("/usr/lib/systemd/system/nvidia-cdi-refresh.path").exists

@@ -3,6 +3,8 @@ import json
 
 import yaml
 
+from gpuops_lab_testinfra import started_after_written  # pylint: disable=import-error
+
 
 def info(host):
     return json.loads(host.check_output("docker info --format '{{json .}}'"))
@@ -28,9 +30,7 @@ def test_operator_settings_survive(host):
 
 
 def test_docker_restarted_after_daemon_json_changed(host):
-    started = host.check_output("date -d \"$(systemctl show docker -p ActiveEnterTimestamp --value)\" +%s")
-    written = host.check_output("stat -c %Y /etc/docker/daemon.json")
-    assert int(started) >= int(written)
+    assert started_after_written(host, "docker", "/etc/docker/daemon.json")
 
 
 def test_containerd_left_alone(host):

@@ -65,7 +65,7 @@ def check_runtime_name(name, runtime: str, reserved=(), existing: dict | None = 
             raise option_error(
                 "runtime_name", "the %s configuration already defines a runtime %r (%s) that is not NVIDIA's; "
                 "it would be replaced" % (runtime, name, binary or "runc"),
-                "use another name such as nvidia, or remove that runtime first")
+                "use another name%s, or remove that runtime first" % ("" if name == "nvidia" else " such as nvidia"))
 
 
 def _mask_userinfo(match) -> str:

@@ -179,14 +179,18 @@ def _nvidia_runtime(cri, runtime_name, runtime_path):
     return runtime
 
 
-def _apply_nvidia(cri, settings: dict, marked: bool) -> None:
-    """Write the NVIDIA settings into a CRI plugin table."""
+def _apply_nvidia(cri, settings: dict, marked: bool, base=None) -> None:
+    """Write the NVIDIA settings into a CRI plugin table. base is the CRI table the settings
+    merge into (the main file's, for a drop-in containerd 2.1 merges): the NVIDIA runtime copies
+    runc's options from there. Without base, cri holds everything."""
     runtimes = ensure_table(cri, ("containerd", "runtimes"))
-    wanted = _nvidia_runtime(cri, settings["runtime_name"], settings["runtime_path"])
+    source = cri if base is None else base
+    wanted = _nvidia_runtime(source, settings["runtime_name"], settings["runtime_path"])
     # A runtimes table in the file replaces containerd's built-in one, which holds runc: without
-    # runc written out too, the CRI plugin fails ("no corresponding runtime configured").
-    default = plain(_get(cri, ("containerd", "default_runtime_name")) or "runc")
-    if default == "runc" and "runc" not in runtimes:
+    # runc written out too, the CRI plugin fails ("no corresponding runtime configured"). A
+    # merged drop-in leaves containerd's own runtimes where they are.
+    default = plain(_get(source, ("containerd", "default_runtime_name")) or "runc")
+    if base is None and default == "runc" and "runc" not in runtimes:
         runc = tomlkit.table()
         if marked:
             runc.comment(MARK)
@@ -313,10 +317,11 @@ def configure(main_text: str | None, *, containerd_version: str, runtime_name: s
                 drop.add(tomlkit.comment("file carries %s's complete CRI section as well." % source))
             drop["version"] = version
             target = ensure_table(drop, cri_path)
-            if cri is not None and not imports_merge(containerd):
+            merged = imports_merge(containerd)
+            if cri is not None and not merged:
                 for key, value in plain(cri).items():
                     target[key] = value
-            _apply_nvidia(target, settings, marked=False)
+            _apply_nvidia(target, settings, marked=False, base=(cri if cri is not None else {}) if merged else None)
             drop_in = tomlkit.dumps(drop)
         else:
             _remove_marked(doc, "imports")

@@ -365,8 +365,9 @@ def validation_plan(text, version):
     if version is not None and version[:2] < VALIDATE_MIN_VERSION:
         return {}, None, ["dockerd %s cannot check a configuration (--validate needs Docker 23 or newer); "
                           "the merged daemon.json was not validated" % format_version(version)]
-    return {"daemon.json": text or "{}\n"}, lambda binary, scratch: [binary, "--validate", "--config-file",
-                                                                       scratch + "/daemon.json"], []
+    def argv(binary, scratch):
+        return [binary, "--validate", "--config-file", scratch + "/daemon.json"]
+    return {"daemon.json": text or "{}\n"}, argv, []
 
 
 def validation_problems(rc, out, err):

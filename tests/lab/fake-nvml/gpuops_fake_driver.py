@@ -301,7 +301,7 @@ def libraries(writer, payload, version, package_files):
 
 
 def main(argv):
-    parser = argparse.ArgumentParser(prog="gpuops-fake-driver", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="gpuops-fake-driver", description=__doc__.split("\n\n", maxsplit=1)[0])
     parser.add_argument("--root", default="/")
     parser.add_argument("--profile", help="profile file (default: GPUOPS_FAKE_NVML_PROFILE, else %s)" % DEFAULT_PROFILE)
     parser.add_argument("--payload", default=DEFAULT_PAYLOAD)

@@ -799,6 +799,57 @@ static int load_gpu(parser_t *p, fake_node_t *n, const char *seed, int i)
     return 0;
 }
 
+/* The first line of `path` that starts with `prefix`, without it and trailing blanks, into out;
+ * 0 when the file or the line is not there. */
+static int read_prefixed(const char *path, const char *prefix, char *out, size_t len)
+{
+    char line[256];
+    size_t plen = strlen(prefix);
+    int found = 0;
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 0;
+    while (fgets(line, sizeof(line), f)) {
+        if (strncmp(line, prefix, plen) == 0) {
+            char *v = line + plen;
+            size_t l = strlen(v);
+            while (l && isspace((unsigned char)v[l - 1]))
+                v[--l] = '\0';
+            copy_str(out, len, v);
+            found = l > 0;
+            break;
+        }
+    }
+    fclose(f);
+    return found;
+}
+
+/* The lab node's boot and driver packages, as a real node has them: the kernel module loaded at
+ * boot is the driver installed then, and a driver installed since (a newer libnvidia-ml beside
+ * the old module) makes NVML answer "Driver/library version mismatch" until the next reboot
+ * (NVIDIA's NVML reference: NVML_ERROR_LIB_RM_VERSION_MISMATCH, "RM has detected an NVML/RM
+ * version mismatch"). The node's boot unit writes "driver_version X" to GPUOPS_FAKE_NVML_BOOT
+ * (default /run/gpuops-fake-nvml/boot, a tmpfs: gone with every reboot) when a driver package of
+ * the lab's CUDA-style repository is installed; that package's marker
+ * (GPUOPS_FAKE_NVML_LIBRARY, default /usr/lib/gpuops-fake-cuda-repo/libnvidia-ml1.txt,
+ * "upstream-version=X") is the installed library. Neither file: the profile's driver_version
+ * is loaded, as on a node whose driver came with it. */
+static void apply_boot(fake_node_t *n)
+{
+    const char *boot = getenv("GPUOPS_FAKE_NVML_BOOT");
+    const char *lib = getenv("GPUOPS_FAKE_NVML_LIBRARY");
+    char v[NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE];
+    if (!boot || !*boot)
+        boot = "/run/gpuops-fake-nvml/boot";
+    if (!lib || !*lib)
+        lib = "/usr/lib/gpuops-fake-cuda-repo/libnvidia-ml1.txt";
+    if (read_prefixed(boot, "driver_version ", v, sizeof(v)))
+        copy_str(n->driver_version, sizeof(n->driver_version), v);
+    if (n->driver_state == DRV_LOADED && read_prefixed(lib, "upstream-version=", v, sizeof(v)) &&
+        strcmp(v, n->driver_version) != 0)
+        n->driver_state = DRV_VERSION_MISMATCH;
+}
+
 static void profile_base(const char *path, char *out, size_t len)
 {
     const char *b = strrchr(path, '/');
@@ -852,6 +903,7 @@ nvmlReturn_t fake_profile_load(fake_node_t *n)
     get_word(&c, "driver_state", drv_words, &n->driver_state, DRV_LOADED);
     if (get_str(&c, "driver_version", n->driver_version, sizeof(n->driver_version), "") == 0)
         perr(&p, n->profile_path, 0, "[node] driver_version is required");
+    apply_boot(n);
     get_u(&c, "cuda_driver_version", (unsigned *)&n->cuda_version, 12080);
     snprintf(buf, sizeof(buf), "%d.%s", n->cuda_version / 1000, n->driver_version);
     get_str(&c, "nvml_version", n->nvml_version, sizeof(n->nvml_version), buf);

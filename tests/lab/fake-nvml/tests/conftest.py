@@ -24,6 +24,10 @@ def nvml(tmp_path, monkeypatch):
     """
     inits = []
 
+    # the simulated node's boot record and installed driver package: none unless a test writes them
+    monkeypatch.setenv("GPUOPS_FAKE_NVML_BOOT", str(tmp_path / "boot"))
+    monkeypatch.setenv("GPUOPS_FAKE_NVML_LIBRARY", str(tmp_path / "libnvidia-ml1.txt"))
+
     def start(profile, state=None):
         monkeypatch.setenv("GPUOPS_FAKE_NVML_PROFILE", str(profile_path(profile)))
         monkeypatch.setenv(

@@ -84,6 +84,44 @@ def test_none_has_no_library(tmpdir_env):
     assert res.stdout.strip() == "LibraryNotFound 12"
 
 
+def test_none_hides_every_nvml_library_of_the_machine(tmp_path, tmpdir_env):
+    """A machine with a real driver has libnvidia-ml.so.1 elsewhere: "none" must not depend on
+    the machine. A copy on an inherited LD_LIBRARY_PATH is dropped; one in the linker's default
+    directories (/usr/lib/x86_64-linux-gnu ...) is hidden behind /dev/null in a private mount
+    namespace - made here the same way, inside a namespace of this test only."""
+    other = tmp_path / "driver"
+    other.mkdir()
+    (other / "libnvidia-ml.so.1").write_bytes((BUILD_DIR / "libnvidia-ml.so.1").read_bytes())
+    code = py("""
+        import pynvml
+        try:
+            pynvml.nvmlInit()
+            print("loaded")
+        except pynvml.NVMLError_LibraryNotFound:
+            print("LibraryNotFound")
+        """)
+    assert run_with_gpus("none", "--", *code, env={**tmpdir_env, "LD_LIBRARY_PATH": str(other)}).stdout.strip() == (
+        "LibraryNotFound")
+    if os.geteuid() != 0:
+        return  # mounting needs root; the root path is what CI and the lab run
+    system = "/usr/lib/x86_64-linux-gnu"
+    if os.path.exists(system + "/libnvidia-ml.so.1"):
+        return  # this machine has a driver of its own: the first assertion above already covers it
+    upper, work = tmp_path / "upper", tmp_path / "work"
+    upper.mkdir()
+    work.mkdir()
+    # the library appears in the system directory inside this namespace only (an overlay whose
+    # writes go to tmp_path): the machine's /usr/lib is never touched
+    script = ("set -e; mount --make-rprivate /; "
+              "mount -t overlay overlay -o lowerdir=%(s)s,upperdir=%(u)s,workdir=%(w)s %(s)s; "
+              "cp %(o)s %(s)s/libnvidia-ml.so.1; %(g)s none -- %(c)s"
+              % {"s": system, "u": upper, "w": work, "o": other / "libnvidia-ml.so.1", "g": WITH_GPUS,
+                 "c": " ".join("'%s'" % part for part in code)})
+    res = subprocess.run(["unshare", "-m", "bash", "-c", script], capture_output=True, text=True, env={
+        **os.environ, **tmpdir_env}, check=False)
+    assert res.stdout.strip() == "LibraryNotFound", res.stderr
+
+
 def test_driver_not_loaded_under_with_gpus(tmpdir_env):
     res = run_with_gpus(
         "driver-not-loaded",

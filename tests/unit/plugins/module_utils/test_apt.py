@@ -9,7 +9,8 @@ from ansible_collections.gpuops.nvidia.plugins.module_utils import apt
 
 SOURCES = {
     "http://127.0.0.1:8765/cuda": "/etc/apt/sources.list.d/gpuops-nvidia-cuda.sources",
-    "http://127.0.0.1:8765/toolkit/stable/deb/amd64": "/etc/apt/sources.list.d/gpuops-nvidia-container-toolkit.sources",
+    "http://127.0.0.1:8765/toolkit/stable/deb/amd64":
+        "/etc/apt/sources.list.d/gpuops-nvidia-container-toolkit.sources",
     "http://deb.debian.org/debian": "/etc/apt/sources.list.d/debian.sources",
 }
 
@@ -18,7 +19,8 @@ Get:2 http://127.0.0.1:8765/toolkit/stable/deb/amd64  InRelease [1523 B]
 Err:2 http://127.0.0.1:8765/toolkit/stable/deb/amd64  InRelease
   The following signatures couldn't be verified because the public key is not available: NO_PUBKEY 6B4E1C2D9A8F7E3B
 Reading package lists...
-W: GPG error: http://127.0.0.1:8765/toolkit/stable/deb/amd64  InRelease: The following signatures couldn't be verified because the public key is not available: NO_PUBKEY 6B4E1C2D9A8F7E3B
+W: GPG error: http://127.0.0.1:8765/toolkit/stable/deb/amd64  InRelease: The following signatures couldn't \
+be verified because the public key is not available: NO_PUBKEY 6B4E1C2D9A8F7E3B
 E: The repository 'http://127.0.0.1:8765/toolkit/stable/deb/amd64  InRelease' is not signed.
 """
 

@@ -7,10 +7,12 @@ import pytest
 from ansible_collections.gpuops.nvidia.plugins.module_utils import cdi
 
 GPUS = [
-    {"index": 0, "uuid": "GPU-aaaa", "mig": {"devices": [{"uuid": "MIG-a0"}, {"uuid": "MIG-a1"}]}},
-    {"index": 1, "uuid": "GPU-bbbb", "mig": {"capable": True, "devices": []}},
-    {"index": 2, "uuid": None, "lost": True},
+    {"index": 0, "uuid": "GPU-aaaa", "mig": {"capable": True, "current": True,
+                                             "devices": [{"uuid": "MIG-a0"}, {"uuid": "MIG-a1"}]}},
+    {"index": 1, "uuid": "GPU-bbbb", "mig": {"capable": True, "current": False, "devices": []}},
+    {"index": 2, "uuid": "GPU-cccc"},
 ]
+LOST = GPUS[1:] + [{"index": 3, "uuid": None, "lost": True}]
 
 
 def spec(names, nodes=("/dev/nvidiactl",), kind="nvidia.com/gpu", path="/var/run/cdi/nvidia.yaml"):
@@ -19,8 +21,9 @@ def spec(names, nodes=("/dev/nvidiactl",), kind="nvidia.com/gpu", path="/var/run
                                    "containerEdits": {"deviceNodes": [{"path": n} for n in nodes]}}}
 
 
-# What nvidia-ctk names for GPUS, written out by hand (the lost GPU 2 is not listed)
-NAMES = ["all", "0", "GPU-aaaa", "0:0", "MIG-a0", "0:1", "MIG-a1", "1", "GPU-bbbb"]
+# What nvidia-ctk 1.18 names for GPUS, written out by hand: GPU 0 is in MIG mode, so only its MIG
+# devices are named (1.17 also names GPU 0 itself).
+NAMES = ["all", "0:0", "MIG-a0", "0:1", "MIG-a1", "1", "GPU-bbbb", "2", "GPU-cccc"]
 
 
 def codes(report):
@@ -35,8 +38,15 @@ def test_mig_devices_named_by_their_handle_index():
     """nvidia-ctk names MIG devices by the MIG handle index NVML gave them, which can skip numbers
     (a destroyed instance leaves a hole)."""
     devices = [{"index": 0, "uuid": "MIG-c0"}, {"index": 2, "uuid": "MIG-c2"}]
-    gpus = [{"index": 3, "uuid": "GPU-c", "mig": {"devices": devices}}]
-    assert cdi.expected_names(gpus) == {"all", "3", "GPU-c", "3:0", "MIG-c0", "3:2", "MIG-c2"}
+    gpus = [{"index": 3, "uuid": "GPU-c", "mig": {"current": True, "devices": devices}}]
+    assert cdi.expected_names(gpus) == {"all", "3:0", "MIG-c0", "3:2", "MIG-c2"}
+    assert cdi.optional_names(gpus) == {"3", "GPU-c"}
+
+
+def test_a_gpu_in_mig_mode_may_be_listed_or_not():
+    """nvidia-ctk 1.17 lists a GPU in MIG mode by index and UUID too, 1.18 does not: both are current."""
+    assert cdi.check([spec(NAMES + ["0", "GPU-aaaa"])], [], GPUS)["findings"] == []
+    assert cdi.check([spec(NAMES)], [], GPUS)["findings"] == []
 
 
 def test_current_spec_is_clean():
@@ -45,13 +55,30 @@ def test_current_spec_is_clean():
 
 
 @pytest.mark.parametrize("names, code, devices", [
-    (["all", "0", "GPU-aaaa", "1", "GPU-bbbb"], "cdi_device_missing", ["0:0", "0:1", "MIG-a0", "MIG-a1"]),
-    (NAMES + ["2", "GPU-cccc"], "cdi_device_stale", ["2", "GPU-cccc"]),
+    # the spec from before GPU 0 was partitioned
+    (["all", "0", "GPU-aaaa", "1", "GPU-bbbb", "2", "GPU-cccc"], "cdi_device_missing",
+     ["0:0", "0:1", "MIG-a0", "MIG-a1"]),
+    # a GPU that was swapped out (or whose MIG device was destroyed)
+    (NAMES + ["3", "GPU-dddd", "0:2"], "cdi_device_stale", ["0:2", "3", "GPU-dddd"]),
 ])
 def test_stale_specs(names, code, devices):
     report = cdi.check([spec(names)], [], GPUS)
     assert codes(report) == [code] and report["stale"] is True
     assert report["findings"][0]["devices"] == devices
+
+
+def test_a_lost_gpu_blocks_generation():
+    """nvidia-ctk writes no spec while a GPU is lost: saying "regenerate" would not help."""
+    missing = cdi.check([], [], LOST)
+    assert codes(missing) == ["cdi_spec_missing", "cdi_generation_blocked"] and missing["blocked"] is True
+    assert missing["findings"][1]["message"] == ("nvidia-ctk cannot generate a CDI spec while GPU 3 is lost: it "
+                                                 "stops at that GPU")
+    assert missing["findings"][1]["subject"] == "GPU 3"
+    # the spec from before the GPU was lost still names it
+    old = cdi.check([spec(["all", "1", "GPU-bbbb", "2", "GPU-cccc", "3", "GPU-dddd"])], [], LOST)
+    assert codes(old) == ["cdi_device_stale", "cdi_generation_blocked"]
+    current = cdi.check([spec(["all", "1", "GPU-bbbb", "2", "GPU-cccc"])], [], LOST)
+    assert codes(current) == [] and current["blocked"] is True
 
 
 def test_missing_spec_duplicate_kind_and_other_kinds():

@@ -147,6 +147,7 @@ def test_driver_version_must_be_whole_and_on_the_branch(version, code, message):
     ({"installed": "580.95.05", "loaded": "580.95.05"}, {"driver_version": "580.95.05"}, "keep", None),
     ({"installed": "570.172.08", "loaded": "570.172.08"}, {}, "change_branch", ("driver_branch_change", "error")),
     ({"installed": None, "loaded": "570.172.08"}, {}, "change_branch", ("driver_branch_change", "error")),
+    ({"installed": None, "loaded": "580.95.05"}, {"driver_version": "580.95.05"}, "install", None),
     ({"installed": "570.172.08", "loaded": "570.172.08"}, {"allow_branch_change": True}, "change_branch",
      ("driver_branch_change", "warning")),
     ({"installed": "580.95.05", "loaded": "570.172.08"}, {}, "keep", None),
@@ -166,6 +167,8 @@ def test_branch_change_message_says_what_is_there_and_what_was_asked():
     assert "driver_allow_branch_change" in finding["fix"]
     pending = run(driver={"installed": "580.95.05", "loaded": "570.172.08"})["action"]
     assert pending["message"] == "installed 580.95.05, loaded 570.172.08: the run keeps it (branch R580)"
+    unmanaged = run(driver={"installed": None, "loaded": "580.95.05"})["action"]
+    assert unmanaged["message"] == "loaded 580.95.05 but no driver package: the run installs branch R580"
 
 
 @pytest.mark.parametrize("os_info, source, code", [

@@ -222,3 +222,15 @@ def test_another_runtime_of_that_name_is_not_replaced():
     existing = fixture("existing-nvidia-v2.toml")
     plan = containerd.configure(existing, containerd_version="1.7.24", drop_in_path=None)
     assert get(data(plan["main"]), CRI_V2 + ("containerd", "runtimes", "nvidia", "options", "BinaryName")) == RUNTIME
+
+
+@pytest.mark.parametrize("version", ["2.1.4", "2.2.0"])
+def test_a_merged_drop_in_still_copies_runcs_options(version):
+    """containerd 2.1 merges the drop-in into the main file's CRI section: the NVIDIA runtime in
+    the drop-in must carry runc's options itself (rke2's runc has SystemdCgroup = true)."""
+    plan = containerd.configure(fixture("rke2-v3.toml"), containerd_version=version, drop_in_path=DROP_IN)
+    nvidia = data(plan["drop_in"])["plugins"]["io.containerd.cri.v1.runtime"]["containerd"]["runtimes"]["nvidia"]
+    assert nvidia == {"runtime_type": "io.containerd.runc.v2",
+                      "options": {"SystemdCgroup": True, "BinaryName": RUNTIME}}
+    # containerd's own runc stays where it is: nothing of it is written into the drop-in
+    assert set(data(plan["drop_in"])["plugins"]["io.containerd.cri.v1.runtime"]["containerd"]["runtimes"]) == {"nvidia"}

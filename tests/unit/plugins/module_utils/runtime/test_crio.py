@@ -264,11 +264,12 @@ def test_built_in_crun_when_no_file_defines_the_default():
 
 def test_the_default_runtime_and_later_files_decide():
     files = [("/etc/crio/crio.conf", CRIO_CONF),
-             ("/etc/crio/crio.conf.d/10-runc.conf", '[crio.runtime]\ndefault_runtime = "runc"\n'
-                                                     '[crio.runtime.runtimes.runc]\nruntime_path = "/usr/sbin/runc"\n'
-                                                     'monitor_path = "/opt/conmon"\nmonitor_cgroup = "pod"\n'
-                                                     'monitor_env = ["HTTPS_PROXY=http://proxy:3128"]\n'
-                                                     'inherit_default_runtime = true\nplatform_runtime_paths = {"x" = "y"}\n')]
+             ("/etc/crio/crio.conf.d/10-runc.conf",
+              '[crio.runtime]\ndefault_runtime = "runc"\n'
+              '[crio.runtime.runtimes.runc]\nruntime_path = "/usr/sbin/runc"\n'
+              'monitor_path = "/opt/conmon"\nmonitor_cgroup = "pod"\n'
+              'monitor_env = ["HTTPS_PROXY=http://proxy:3128"]\n'
+              'inherit_default_runtime = true\nplatform_runtime_paths = {"x" = "y"}\n')]
     plan = crio.configure(files, set_as_default=True)
     entry = tomllib.loads(plan["text"])["crio"]["runtime"]["runtimes"]["nvidia"]
     assert plan["base"]["runtime"] == "runc"
@@ -295,13 +296,13 @@ def test_handler_options_override_and_drop_fields():
 
 
 def test_other_runtimes_are_not_taken_over():
-    kata = ("/etc/crio/crio.conf.d/50-kata.conf", '[crio.runtime.runtimes.kata]\nruntime_path = "/usr/bin/kata-runtime"\n'
-                                                   'runtime_type = "vm"\n')
+    kata = ("/etc/crio/crio.conf.d/50-kata.conf",
+            '[crio.runtime.runtimes.kata]\nruntime_path = "/usr/bin/kata-runtime"\nruntime_type = "vm"\n')
     with pytest.raises(ConfigError, match=r"^runtime_name: the CRI-O configuration already defines a runtime 'kata' "
                                           r"\(/usr/bin/kata-runtime\) that is not NVIDIA's"):
         crio.configure([UPSTREAM, kata], runtime_name="kata")
-    nvidia = ("/etc/crio/crio.conf.d/50-nv.conf", '[crio.runtime.runtimes.nvidia]\n'
-                                                   'runtime_path = "/usr/local/nvidia/toolkit/nvidia-container-runtime"\n')
+    nvidia = ("/etc/crio/crio.conf.d/50-nv.conf",
+              '[crio.runtime.runtimes.nvidia]\nruntime_path = "/usr/local/nvidia/toolkit/nvidia-container-runtime"\n')
     assert crio.configure([UPSTREAM, nvidia])["text"] is not None  # NVIDIA's own entry is updated
 
 

@@ -457,8 +457,8 @@ def test_cdi_on_old_docker_fails_or_is_skipped():
 def test_validation_plan_and_problems():
     files, make_argv, warnings = docker.validation_plan('{"log-level": "verbose"}\n', (26, 1, 5))
     assert files == {"daemon.json": '{"log-level": "verbose"}\n'} and warnings == []
-    assert make_argv("/usr/sbin/dockerd", "/tmp/x") == ["/usr/sbin/dockerd", "--validate", "--config-file",
-                                                         "/tmp/x/daemon.json"]
+    argv = make_argv("/usr/sbin/dockerd", "/tmp/x")
+    assert argv == ["/usr/sbin/dockerd", "--validate", "--config-file", "/tmp/x/daemon.json"]
     assert docker.validation_problems(1, "", "unable to configure the Docker daemon with file the planned daemon.json: "
                                              "invalid logging level: verbose\n") == [
         "dockerd rejected the planned configuration: unable to configure the Docker daemon with "
