@@ -100,7 +100,7 @@ test: deps fake-nvml images collection
 
 $(AT_ROOT): FORCE
 	@mkdir -p $(AT_ROOT)
-	@rsync -a --delete --exclude '/.venv' --exclude '/.build' --exclude '/.git' \
+	@rsync -a --delete --delete-excluded --exclude '/.venv' --exclude '/.build' --exclude '/.git' \
 		--exclude '__pycache__' --exclude '/tests/output' --exclude '.pytest_cache' \
 		--exclude '/tests/lab/fake-nvml/build/deb' ./ $(AT_ROOT)/
 FORCE:

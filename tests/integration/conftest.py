@@ -4,15 +4,32 @@
 ansible-playbook commands, on nodes simulated by the lab's fake NVML (tests/lab/with-gpus)."""
 from __future__ import annotations
 
+import atexit
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 
 import pytest
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+sys.path.insert(0, os.path.join(REPO, "tests", "lab"))
+from labfacts import H100_MIG_UUIDS, H100_UUIDS, L40S_UUIDS, mig_script  # noqa: E402,F401  pylint: disable=wrong-import-position,unused-import
+
+# The working tree's collection, importable as ansible_collections.gpuops.nvidia, for the tests
+# that call module_utils directly (the others run the installed collection through ansible).
+_IMPORT_ROOT = tempfile.mkdtemp(prefix="gpuops-nvidia-import-")
+atexit.register(shutil.rmtree, _IMPORT_ROOT, True)
+os.makedirs(os.path.join(_IMPORT_ROOT, "ansible_collections", "gpuops"))
+os.symlink(REPO, os.path.join(_IMPORT_ROOT, "ansible_collections", "gpuops", "nvidia"))
+sys.path.insert(0, _IMPORT_ROOT)
+
+# containerd and dockerd of other Debian releases (tests/lab/runtime-binaries)
+RELEASES = os.environ.get("GPUOPS_RUNTIME_BINARIES", os.path.join(REPO, ".build", "runtimes"))
+GO_BINARIES = os.path.join(REPO, "tests", "lab", "go-binaries")
 # `make test` sets it: a missing prerequisite then fails the test instead of skipping it.
 REQUIRE_ALL = os.environ.get("GPUOPS_REQUIRE_ALL") == "1"
 WITH_GPUS = os.path.join(REPO, "tests", "lab", "with-gpus")
@@ -74,6 +91,31 @@ class Lab:
         return proc, json.loads(proc.stdout)
 
 
+def release(suite, name="containerd"):
+    """A runtime binary of another Debian release (tests/lab/runtime-binaries fetches them)."""
+    binary = os.path.join(RELEASES, suite, name)
+    require(os.access(binary, os.X_OK), binary, "tests/lab/runtime-binaries %s fetches it" % RELEASES)
+    return binary
+
+
+def go_binaries(name):
+    """The directory of a set of tests/lab/go-binaries (built when missing)."""
+    res = subprocess.run([GO_BINARIES, "--dir", name], capture_output=True, text=True, check=False, timeout=1200)
+    assert res.returncode == 0, "tests/lab/go-binaries failed:\n" + res.stderr[-3000:]
+    return res.stdout.strip()
+
+
+def flat(tree, prefix=()):
+    """A nested dict as {path tuple: leaf value}."""
+    out = {}
+    for key, value in (tree or {}).items():
+        if isinstance(value, dict) and value:
+            out.update(flat(value, prefix + (key,)))
+        else:
+            out[prefix + (key,)] = value
+    return out
+
+
 def require(present, what, how):
     """Skip (outside `make test`) or fail (under it) when a prerequisite is missing; the reason
     names it and how to get it."""
@@ -104,22 +146,3 @@ def tree_digest(*paths):
                     with open(path, "rb") as handle:
                         digest.update(handle.read())
     return digest.hexdigest()
-
-
-def mig_script(gpu: int, profile: str, count: int) -> str:
-    """Python that partitions one GPU through pynvml in its own process, as an operator's tool
-    would: MIG on, then `count` GPU instances of profile ('1_SLICE', '3_SLICE' ...), each with a
-    compute instance of the same size."""
-    return "\n".join([
-        "import pynvml",
-        "pynvml.nvmlInit()",
-        "handle = pynvml.nvmlDeviceGetHandleByIndex(%d)" % gpu,
-        "pynvml.nvmlDeviceSetMigMode(handle, pynvml.NVML_DEVICE_MIG_ENABLE)",
-        "info = pynvml.nvmlDeviceGetGpuInstanceProfileInfo(handle, pynvml.NVML_GPU_INSTANCE_PROFILE_%s)" % profile,
-        "for _ in range(%d):" % count,
-        "    gi = pynvml.nvmlDeviceCreateGpuInstance(handle, info.id)",
-        "    ci = pynvml.nvmlGpuInstanceGetComputeInstanceProfileInfo(",
-        "        gi, pynvml.NVML_COMPUTE_INSTANCE_PROFILE_%s, pynvml.NVML_COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED)" % profile,
-        "    pynvml.nvmlGpuInstanceCreateComputeInstance(gi, ci.id)",
-        "pynvml.nvmlShutdown()",
-    ])

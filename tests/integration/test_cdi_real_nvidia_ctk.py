@@ -14,48 +14,16 @@ required; and on a node with a lost GPU nvidia-ctk writes no spec at all, which 
 reports as generation blocked rather than asking for a regeneration."""
 from __future__ import annotations
 
-import atexit
 import os
-import shutil
-import subprocess
 import sys
-import tempfile
 
 import pytest
 import yaml
 
-from conftest import REPO, mig_script  # pylint: disable=import-error
+from conftest import H100_MIG_UUIDS as H100_MIG, H100_UUIDS as H100, L40S_UUIDS as L40S, go_binaries, mig_script  # pylint: disable=import-error
 
-# the working tree's collection, importable as ansible_collections.gpuops.nvidia
-_IMPORT_ROOT = tempfile.mkdtemp(prefix="gpuops-nvidia-import-")
-atexit.register(shutil.rmtree, _IMPORT_ROOT, True)
-os.makedirs(os.path.join(_IMPORT_ROOT, "ansible_collections", "gpuops"))
-os.symlink(REPO, os.path.join(_IMPORT_ROOT, "ansible_collections", "gpuops", "nvidia"))
-sys.path.insert(0, _IMPORT_ROOT)
+from ansible_collections.gpuops.nvidia.plugins.module_utils import cdi  # pylint: disable=wrong-import-order
 
-from ansible_collections.gpuops.nvidia.plugins.module_utils import cdi  # noqa: E402  pylint: disable=wrong-import-position
-
-GO_BINARIES = os.path.join(REPO, "tests", "lab", "go-binaries")
-
-# hgx-h100 (tests/lab/fake-nvml/profiles/hgx-h100.profile): GPUs by index
-H100 = [
-    "GPU-3d3d1d99-c20b-0e4f-c33f-d51ece91c8e7",
-    "GPU-57689648-34d5-b049-3b3e-7143bb11a2bb",
-    "GPU-645b7fab-2112-fb15-19ef-fb6667d97a43",
-    "GPU-5cea62b1-072e-1a6f-2b6d-a5960066b6a7",
-    "GPU-0ec55287-2f59-3fc8-0b41-f16cf0fad72e",
-    "GPU-5b664595-2565-157e-c347-d4a5b72f7928",
-    "GPU-f5cab8aa-0b89-bec9-7037-71686233532a",
-    "GPU-37faa470-9f9c-ac34-617f-e8111a793417",
-]
-# GPU 0 split into two 3g.40gb MIG devices (mig_script(0, "3_SLICE", 2)), by MIG index
-H100_MIG = ["MIG-140a9795-df98-63f0-de2c-d8ee6bb13536", "MIG-bb8db6d1-fcdd-1106-c45d-6cbf0f36f963"]
-L40S = [
-    "GPU-4c003944-1ef8-297d-5436-13937f9089d3",
-    "GPU-40df8bc3-12a1-1350-e2b1-0bf6459937b1",
-    "GPU-d36cd80c-1e7b-3203-ef40-e676d3ef5921",
-    "GPU-872f6a32-b4e1-fe25-149d-ef9002ab74a0",
-]
 FULL = {
     "hgx-h100": {str(i) for i in range(8)} | set(H100) | {"all"},
     "l40s-x4": {"0", "1", "2", "3"} | set(L40S) | {"all"},
@@ -65,10 +33,7 @@ MIG_NAMES = {"0:0", "0:1"} | set(H100_MIG)
 
 @pytest.fixture(scope="module")
 def nvidia_ctk():
-    res = subprocess.run([GO_BINARIES, "--dir", "toolkit-1.18.0"], capture_output=True, text=True, check=False,
-                         timeout=1200)
-    assert res.returncode == 0, "tests/lab/go-binaries failed:\n" + res.stderr[-3000:]
-    return os.path.join(res.stdout.strip(), "nvidia-ctk")
+    return os.path.join(go_binaries("toolkit-1.18.0"), "nvidia-ctk")
 
 
 @pytest.fixture

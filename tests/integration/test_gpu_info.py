@@ -108,9 +108,11 @@ def test_kernel_log_and_loaded_module_from_host_root(lab, tmp_path):
         "loaded": True, "version": "570.172.08", "flavour": "open", "source": "/proc/driver/nvidia/version"}
     assert result["kernel_log"] == {"read": True, "error": None}
     assert result["gpus"][0]["xids"] == [63]
+    # the node's findings by severity: the XID of a GPU NVML no longer lists first
     assert [(f["gpu"], f["code"], f["severity"]) for f in result["health"]] == [
-        (0, "xid", "warning"), (None, "xid", "error")]
-    assert "00000000:ee:00.0" in result["health"][1]["message"]
+        (None, "xid", "error"), (0, "xid", "warning")]
+    assert "00000000:ee:00.0" in result["health"][0]["message"]
+    assert result["health"][0]["subject"] == "00000000:ee:00.0"
 
 
 def test_unreadable_kernel_log_is_reported(lab, tmp_path):

@@ -12,33 +12,20 @@ meaning has a test of its own that asserts it and says why the project's editor 
 the editor was wrong, became a test that the editor now agrees)."""
 from __future__ import annotations
 
-import atexit
 import json
 import os
 import shutil
 import subprocess
-import sys
-import tempfile
 import tomllib
 
 import pytest
 
-from conftest import REPO, require  # pylint: disable=import-error
+from conftest import REPO, flat, go_binaries, release  # pylint: disable=import-error
 
-# the working tree's collection, importable as ansible_collections.gpuops.nvidia
-_IMPORT_ROOT = tempfile.mkdtemp(prefix="gpuops-nvidia-import-")
-atexit.register(shutil.rmtree, _IMPORT_ROOT, True)
-os.makedirs(os.path.join(_IMPORT_ROOT, "ansible_collections", "gpuops"))
-os.symlink(REPO, os.path.join(_IMPORT_ROOT, "ansible_collections", "gpuops", "nvidia"))
-sys.path.insert(0, _IMPORT_ROOT)
+from ansible_collections.gpuops.nvidia.plugins.module_utils.runtime import containerd, crio, docker  # pylint: disable=wrong-import-order
+from ansible_collections.gpuops.nvidia.plugins.module_utils.runtime.common import ConfigError  # pylint: disable=wrong-import-order
 
-# pylint: disable=wrong-import-position
-from ansible_collections.gpuops.nvidia.plugins.module_utils.runtime import containerd, crio, docker  # noqa: E402
-from ansible_collections.gpuops.nvidia.plugins.module_utils.runtime.common import ConfigError  # noqa: E402
-
-GO_BINARIES = os.path.join(REPO, "tests", "lab", "go-binaries")
 FIXTURES = os.path.join(REPO, "tests", "unit", "plugins", "module_utils", "runtime", "fixtures")
-RELEASES = os.environ.get("GPUOPS_RUNTIME_BINARIES", os.path.join(REPO, ".build", "runtimes"))
 RUNTIME = "/usr/bin/nvidia-container-runtime"
 CRI2 = ("plugins", "io.containerd.grpc.v1.cri")
 CRI3 = ("plugins", "io.containerd.cri.v1.runtime")
@@ -46,17 +33,7 @@ CRI3 = ("plugins", "io.containerd.cri.v1.runtime")
 
 @pytest.fixture(scope="module")
 def ctk():
-    res = subprocess.run([GO_BINARIES, "--dir", "toolkit-1.18.0"], capture_output=True, text=True, check=False,
-                         timeout=1200)
-    assert res.returncode == 0, "tests/lab/go-binaries failed:\n" + res.stderr[-3000:]
-    return os.path.join(res.stdout.strip(), "nvidia-ctk")
-
-
-def release(suite, name):
-    """A runtime binary of another Debian release (tests/lab/runtime-binaries)."""
-    binary = os.path.join(RELEASES, suite, name)
-    require(os.access(binary, os.X_OK), binary, "tests/lab/runtime-binaries %s fetches it" % RELEASES)
-    return binary
+    return os.path.join(go_binaries("toolkit-1.18.0"), "nvidia-ctk")
 
 
 def containerd_binary(version):
@@ -108,16 +85,6 @@ def dump(version, main):
     out = subprocess.run([containerd_binary(version), "--config", str(main), "config", "dump"], capture_output=True,
                          text=True, check=True, timeout=60).stdout
     return tomllib.loads(out)
-
-
-def flat(tree, prefix=()):
-    out = {}
-    for key, value in (tree or {}).items():
-        if isinstance(value, dict) and value:
-            out.update(flat(value, prefix + (key,)))
-        else:
-            out[prefix + (key,)] = value
-    return out
 
 
 def meaning(dumped):

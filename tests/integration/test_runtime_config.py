@@ -14,7 +14,7 @@ import subprocess
 import pytest
 import tomlkit
 
-from conftest import BIN, REPO, require, tree_digest  # pylint: disable=import-error
+from conftest import BIN, REPO, flat, release as release_binary, require, tree_digest  # pylint: disable=import-error
 
 FIXTURES = os.path.join(REPO, "tests", "unit", "plugins", "module_utils", "runtime", "fixtures")
 CRI2 = ("plugins", "io.containerd.grpc.v1.cri")
@@ -23,9 +23,6 @@ CRI2 = ("plugins", "io.containerd.grpc.v1.cri")
 @pytest.fixture(autouse=True)
 def _containerd():
     require(shutil.which("containerd"), "containerd", "apt-get install containerd (make test installs it)")
-
-
-RELEASES = os.environ.get("GPUOPS_RUNTIME_BINARIES", os.path.join(REPO, ".build", "runtimes"))
 
 
 def dump(config, binary="containerd"):
@@ -222,19 +219,7 @@ def test_drop_in_gets_the_main_files_mode(lab, node):
 
 def release(suite, name="containerd"):
     """Directory holding a runtime binary of another Debian suite."""
-    binary = os.path.join(RELEASES, suite, name)
-    require(os.access(binary, os.X_OK), binary, "tests/lab/runtime-binaries %s fetches it" % RELEASES)
-    return os.path.dirname(binary)
-
-
-def flat(tree, prefix=()):
-    out = {}
-    for key, value in (tree or {}).items():
-        if isinstance(value, dict) and value:
-            out.update(flat(value, prefix + (key,)))
-        else:
-            out[prefix + (key,)] = value
-    return out
+    return os.path.dirname(release_binary(suite, name))
 
 
 def cri_runtime_path(merged):

@@ -365,6 +365,7 @@ def validation_plan(text, version):
     if version is not None and version[:2] < VALIDATE_MIN_VERSION:
         return {}, None, ["dockerd %s cannot check a configuration (--validate needs Docker 23 or newer); "
                           "the merged daemon.json was not validated" % format_version(version)]
+
     def argv(binary, scratch):
         return [binary, "--validate", "--config-file", scratch + "/daemon.json"]
     return {"daemon.json": text or "{}\n"}, argv, []

@@ -11,6 +11,7 @@ import ctypes
 import os
 import re
 import subprocess
+import sys
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -18,6 +19,7 @@ import pytest
 
 FAKE_DIR = Path(__file__).resolve().parent.parent
 LAB_DIR = FAKE_DIR.parent
+sys.path.insert(0, str(LAB_DIR))  # labfacts: the profiles' facts the tests write down once
 PROFILE_DIR = FAKE_DIR / "profiles"
 BUILD_DIR = FAKE_DIR / "build"
 LIB_PATH = BUILD_DIR / "libnvidia-ml.so.1"

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from fakenvml_util import BUILD_DIR, FAKE_DIR, FAKE_LIB, profile_path, run_with_gpus
+from labfacts import H100_MIG_UUIDS, H100_UUIDS, MIG_SCRIPT
 
 HELPER = FAKE_DIR / "gpuops_fake_driver.py"
 SMI = BUILD_DIR / "nvidia-smi"
@@ -23,35 +24,7 @@ SANDBOX = BUILD_DIR / "sandboxutils" / "libnvidia-sandboxutils.so.1"
 DEB = BUILD_DIR / "gpuops-lab-fake-nvml.deb"
 LIBDIR = "usr/lib/x86_64-linux-gnu"
 
-# the hgx-h100 profile's GPUs by index (NVML index order = PCI bus order)
-H100_UUIDS = [
-    "GPU-3d3d1d99-c20b-0e4f-c33f-d51ece91c8e7",
-    "GPU-57689648-34d5-b049-3b3e-7143bb11a2bb",
-    "GPU-645b7fab-2112-fb15-19ef-fb6667d97a43",
-    "GPU-5cea62b1-072e-1a6f-2b6d-a5960066b6a7",
-    "GPU-0ec55287-2f59-3fc8-0b41-f16cf0fad72e",
-    "GPU-5b664595-2565-157e-c347-d4a5b72f7928",
-    "GPU-f5cab8aa-0b89-bec9-7037-71686233532a",
-    "GPU-37faa470-9f9c-ac34-617f-e8111a793417",
-]
 H100_BUS = ["1B", "43", "52", "61", "9D", "C3", "D1", "DF"]
-# GPU 0 split into two 3g.40gb instances (ids 1 and 2: the first placements from the top,
-# 4:4 and 0:4), each with one compute instance (id 0)
-H100_MIG_UUIDS = ["MIG-140a9795-df98-63f0-de2c-d8ee6bb13536", "MIG-bb8db6d1-fcdd-1106-c45d-6cbf0f36f963"]
-
-MIG_SCRIPT = """
-import pynvml
-pynvml.nvmlInit()
-handle = pynvml.nvmlDeviceGetHandleByIndex(0)
-pynvml.nvmlDeviceSetMigMode(handle, pynvml.NVML_DEVICE_MIG_ENABLE)
-info = pynvml.nvmlDeviceGetGpuInstanceProfileInfo(handle, pynvml.NVML_GPU_INSTANCE_PROFILE_3_SLICE)
-for _ in range(2):
-    gi = pynvml.nvmlDeviceCreateGpuInstance(handle, info.id)
-    ci = pynvml.nvmlGpuInstanceGetComputeInstanceProfileInfo(
-        gi, pynvml.NVML_COMPUTE_INSTANCE_PROFILE_3_SLICE, pynvml.NVML_COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED)
-    pynvml.nvmlGpuInstanceCreateComputeInstance(gi, ci.id)
-pynvml.nvmlShutdown()
-"""
 
 
 def needs_root():

@@ -16,7 +16,7 @@ import yaml
 
 from fakenvml_util import LAB_DIR, LIB_PATH, run_with_gpus
 
-from test_fakenvml_driver import H100_MIG_UUIDS, H100_UUIDS, MIG_SCRIPT
+from labfacts import H100_MIG_UUIDS, H100_UUIDS, MIG_SCRIPT
 
 GO_BINARIES = LAB_DIR / "go-binaries"
 L40S_UUIDS = [
