@@ -22,4 +22,6 @@ def test_the_installed_driver_runs(host):
 def test_the_driver_is_pinned_and_held(host):
     pin = host.file("/etc/apt/preferences.d/gpuops-nvidia-driver.pref").content_string
     assert "Pin: version 580.95.05-*" in pin
-    assert "cuda-drivers" in host.check_output("apt-mark showhold").split()
+    # the open kernel modules (Hopper) and the fabric manager of the NVSwitches, at the driver's version
+    assert {"nvidia-open", "nvidia-fabricmanager-580"} <= set(host.check_output("apt-mark showhold").split())
+    assert host.package("nvidia-fabricmanager-580").version == "580.95.05-1"
