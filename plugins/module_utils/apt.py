@@ -13,6 +13,8 @@ import re
 
 __metaclass__ = type
 
+from ansible_collections.gpuops.nvidia.plugins.module_utils import findings as fnd
+
 SOURCE_GLOBS = ("etc/apt/sources.list", "etc/apt/sources.list.d/*.list", "etc/apt/sources.list.d/*.sources")
 
 # (kind, pattern over one message, reason, fix). The fix is generic; callers add their own words
@@ -79,8 +81,8 @@ def _one_line(text):
     return uris
 
 
-def read_sources(root: str = "/") -> dict:
-    """{uri: source file} of every apt source under root."""
+def read_sources(root: str = "/", arch: str | None = None) -> dict:
+    """{uri: source file} of every apt source under root ($(ARCH) in a URI becomes arch)."""
     found = {}
     for pattern in SOURCE_GLOBS:
         for path in sorted(glob.glob(os.path.join(root, pattern))):
@@ -90,6 +92,8 @@ def read_sources(root: str = "/") -> dict:
             except OSError:
                 continue
             for uri in (_deb822(text) if path.endswith(".sources") else _one_line(text)):
+                if arch:
+                    uri = uri.replace("$(ARCH)", arch)
                 found.setdefault(uri.rstrip("/"), "/" + os.path.relpath(path, root))
     return found
 
@@ -103,9 +107,11 @@ def _source_of(url, sources):
     return best
 
 
-def update_problems(output: str, sources: dict) -> list:
-    """What went wrong in an `apt-get update`, one entry per source: {source, url, kind,
-    reason, fix}. output is apt's stdout and stderr (C locale); sources is read_sources()."""
+def update_problems(output: str, sources: dict, default_source: str | None = None) -> list:
+    """What went wrong in an `apt-get update`, one finding per source (code apt_refresh_<kind>,
+    with source, url, kind and reason). output is apt's stdout and stderr (C locale); sources is
+    read_sources(); default_source names the source of a problem whose URL no source lists (a
+    refresh of one source only)."""
     # apt prints a failed fetch as "Err:N URL ...", then the reason indented on the next line
     messages = []
     lines = (output or "").splitlines()
@@ -124,13 +130,20 @@ def update_problems(output: str, sources: dict) -> list:
             urls = _URL_RE.findall(message)
             url = urls[0] if urls else None
             owner = _source_of(url, sources) if url else None
-            key = owner[1] if owner else (url or message)
+            source = owner[1] if owner else default_source
+            key = source or url or message
             if key not in problems:
-                problems[key] = {"source": owner[1] if owner else None, "url": owner[0] if owner else url,
-                                 "kind": kind, "reason": reason % match.group(1) if "%s" in reason else reason,
-                                 "fix": fix}
+                problems[key] = problem(source, owner[0] if owner else url, kind,
+                                        reason % match.group(1) if "%s" in reason else reason, fix)
             break
     return list(problems.values())
+
+
+def problem(source, url, kind, reason, fix) -> dict:
+    """A refresh problem as a finding."""
+    return fnd.finding("apt_refresh_%s" % kind, "error", "%s (%s): %s" % (source or "a source", url or "unknown URL",
+                                                                          reason),
+                       fix, subject=source or url or "apt", source=source, url=url, kind=kind, reason=reason)
 
 
 def describe(problems: list, hints: dict | None = None) -> str:
@@ -138,9 +151,8 @@ def describe(problems: list, hints: dict | None = None) -> str:
     for that kind of problem)."""
     parts = []
     for item in problems:
-        where = item["source"] or "a source"
         fix = item["fix"] + ("; " + hints[item["kind"]] if hints and hints.get(item["kind"]) else "")
-        parts.append("%s (%s): %s; fix: %s" % (where, item["url"] or "unknown URL", item["reason"], fix))
+        parts.append("%s; fix: %s" % (item["message"], fix))
     return "apt could not refresh " + " | ".join(parts)
 
 

@@ -19,7 +19,8 @@ description:
     than O(cache_valid_time).
   - When apt fails, the message names each failing source file and URL, apt's reason - C(NO_PUBKEY)
     after a key rotation, an expired or bad signature, 404, an unreachable host or proxy - and the
-    fix, instead of apt's bare exit status.
+    fix, instead of apt's bare exit status. Sources O(tolerate) names (another stage's, which that
+    stage keeps up to date) only warn.
 author:
   - gpuops.nvidia maintainers (@gpuops)
 options:
@@ -32,6 +33,19 @@ options:
     description: With no O(sources), refresh only when the lists are older than this many seconds (0 - always).
     type: int
     default: 0
+  tolerate:
+    description:
+      - With no O(sources), source files (shell patterns) whose failure to refresh is only
+        warned about - another stage's repository, say, whose key that stage brings up to date.
+        Failures of every other source fail the task.
+    type: list
+    elements: str
+    default: []
+  strict:
+    description: Source files that fail the task even when O(tolerate) matches them (a stage's own).
+    type: list
+    elements: path
+    default: []
   hints:
     description:
       - Words to add to the fix per kind of problem (C(key), C(not_found), C(proxy), C(network)),
@@ -63,9 +77,11 @@ EXAMPLES = r"""
     hints:
       key: set driver_repo_key (or driver_repo_key_url) to the repository's current key
 
-- name: Refresh every source when the lists are older than an hour
+- name: Refresh every source when the lists are older than an hour; other stages' sources only warn
   gpuops.nvidia.apt_refresh:
     cache_valid_time: 3600
+    tolerate: [/etc/apt/sources.list.d/gpuops-*.sources]
+    strict: [/etc/apt/sources.list.d/gpuops-nvidia-cuda.sources]
 """
 
 RETURN = r"""
@@ -74,18 +90,26 @@ refreshed:
   returned: always
   type: bool
 problems:
-  description: Sources apt could not refresh (source, url, kind, reason, fix); on success, those it only warned about.
+  description:
+    - Sources apt could not refresh, as findings (code C(apt_refresh_<kind>), with the source,
+      URL, kind and apt's reason); on success, those O(tolerate) let it only warn about.
   returned: always
   type: list
   elements: dict
   sample:
-    - source: /etc/apt/sources.list.d/gpuops-nvidia-container-toolkit.sources
+    - code: apt_refresh_key
+      severity: error
+      subject: /etc/apt/sources.list.d/gpuops-nvidia-container-toolkit.sources
+      message: "/etc/apt/sources.list.d/gpuops-nvidia-container-toolkit.sources (https://nvidia.github.io/libnvidia-container/stable/deb/amd64):
+        its Release file is signed with key A4B469963BF863CC, which the source's keyring does not hold"
+      fix: "the repository's signing key changed (a key rotation) or the wrong key was given: install the repository's current key"
+      source: /etc/apt/sources.list.d/gpuops-nvidia-container-toolkit.sources
       url: https://nvidia.github.io/libnvidia-container/stable/deb/amd64
       kind: key
       reason: its Release file is signed with key A4B469963BF863CC, which the source's keyring does not hold
-      fix: "the repository's signing key changed (a key rotation) or the wrong key was given: install the repository's current key"
 """
 
+import fnmatch
 import os
 import time
 
@@ -117,6 +141,8 @@ def main():
         argument_spec=dict(
             sources=dict(type="list", elements="path", default=[]),
             cache_valid_time=dict(type="int", default=0),
+            tolerate=dict(type="list", elements="str", default=[]),
+            strict=dict(type="list", elements="path", default=[]),
             hints=dict(type="dict", default={}),
             environment=dict(type="dict", default={}),
         ),
@@ -133,28 +159,30 @@ def main():
     if module.check_mode:
         module.exit_json(changed=True, refreshed=False, problems=[])
 
-    runs = [["-o", "Dir::Etc::sourcelist=%s" % path, "-o", "Dir::Etc::sourceparts=-",
-             "-o", "APT::Get::List-Cleanup=0"] for path in sources] or [[]]
-    known = apt.read_sources("/")
-    problems, failed = [], False
+    runs = [(path, ["-o", "Dir::Etc::sourcelist=%s" % path, "-o", "Dir::Etc::sourceparts=-",
+                    "-o", "APT::Get::List-Cleanup=0"]) for path in sources] or [(None, [])]
+    known = apt.read_sources("/", commands.output(module, ["dpkg", "--print-architecture"]).strip() or None)
+    problems, tolerated = [], []
     environ = {key: str(value) for key, value in module.params["environment"].items()}
-    for options in runs:
+    for path, options in runs:
         rc, out, err = commands.run(module, ["apt-get", "update", "-q"] + options, env=environ)
-        found = apt.update_problems(out + "\n" + err, known)
-        problems.extend(found)
-        if rc != 0 or (sources and found):
-            failed = True
-            if not found:
-                last = (err.strip() or out.strip() or "apt-get update failed (exit %d)" % rc).splitlines()[-1]
-                problems.append({"source": options[1].split("=", 1)[1] if options else None, "url": None,
-                                 "kind": "other", "reason": last,
-                                 "fix": "run apt-get update on the node to see apt's own message"})
+        found = apt.update_problems(out + "\n" + err, known, default_source=path)
+        for item in found:
+            (tolerated if path is None and _tolerated(item["source"], module.params) else problems).append(item)
+        if rc != 0 and not found:
+            last = (err.strip() or out.strip() or "apt-get update failed (exit %d)" % rc).splitlines()[-1]
+            problems.append(apt.problem(path, None, "other", last, "run apt-get update on the node to see apt's own message"))
     changed = _lists_state() != before
-    if failed:
+    if problems:
         module.fail_json(msg=apt.describe(problems, module.params["hints"]), problems=problems, changed=changed)
-    for item in problems:
-        module.warn("apt warned about %s (%s): %s" % (item["source"] or "a source", item["url"], item["reason"]))
-    module.exit_json(changed=changed, refreshed=True, problems=problems)
+    for item in tolerated:
+        module.warn("apt could not refresh %s; fix: %s" % (item["message"], item["fix"]))
+    module.exit_json(changed=changed, refreshed=True, problems=tolerated)
+
+
+def _tolerated(source, params):
+    return bool(source) and source not in params["strict"] and any(
+        fnmatch.fnmatch(source, pattern) for pattern in params["tolerate"])
 
 
 if __name__ == "__main__":

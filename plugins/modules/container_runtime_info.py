@@ -48,7 +48,7 @@ EXAMPLES = r"""
 - name: Stop when there is nothing to configure
   ansible.builtin.assert:
     that: runtime.problems | length == 0
-    fail_msg: "{{ runtime.problems | join('; ') }}"
+    fail_msg: "{{ runtime.problems | gpuops.nvidia.finding_lines | join('; ') }}"
 
 - name: Say which runtime and why
   ansible.builtin.debug:
@@ -86,10 +86,12 @@ kubelet_endpoint:
   type: dict
   sample: {endpoint: "unix:///run/containerd/containerd.sock", source: /var/lib/kubelet/kubeadm-flags.env}
 problems:
-  description: Why the runtime cannot be configured (not installed, ambiguous); empty when it can.
+  description:
+    - Why the runtime cannot be configured, as findings (C(runtime_not_installed),
+      C(runtime_ambiguous), C(no_runtime)); empty when it can.
   returned: always
   type: list
-  elements: str
+  elements: dict
 """
 
 from ansible.module_utils.basic import AnsibleModule

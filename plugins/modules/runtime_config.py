@@ -40,7 +40,8 @@ description:
 author:
   - gpuops.nvidia maintainers (@gpuops)
 requirements:
-  - tomlkit on the managed host (containerd and CRI-O)
+  - tomlkit on the managed host for containerd (not needed to remove what is not there), and for
+    CRI-O on Python older than 3.11 (tomli works too)
 options:
   runtime:
     description: The container runtime to configure.
@@ -232,6 +233,27 @@ DEFAULTS = {
 }
 
 
+def _keep_foreign_drop_in(changes, drop_in_path, state, warnings):
+    """A drop-in file at drop_in_path that this module did not write (no gpuops.nvidia mark) is the
+    operator's: present refuses to replace it, absent leaves it."""
+    kept = []
+    for path, before, after in changes:
+        if path == drop_in_path and before is not None and containerd.MARK not in before:
+            if state == "present":
+                raise option_error("drop_in_path", "%s exists and was not written by this module; it would be replaced"
+                                   % path, "move it away, or give the NVIDIA settings another drop_in_path")
+            warnings.append("%s was not written by this module (no gpuops.nvidia mark): it is left as it is" % path)
+            after = before
+        kept.append((path, before, after))
+    return kept
+
+
+def _nothing_added(config_path, drop_in_path):
+    """True when containerd's files hold nothing of this module's: no drop-in, no marker."""
+    main = files.read_text(config_path)
+    return (not drop_in_path or files.read_text(drop_in_path) is None) and (main is None or containerd.MARK not in main)
+
+
 def _neighbours(drop_in_path, suffixes):
     """{path: text} of the other files in the drop-in's directory that the runtime reads."""
     found = {}
@@ -254,16 +276,16 @@ def _plan_containerd(module, params, config_path, drop_in_path):
         _rc, out, _err = module.run_command([binary, "--version"], check_rc=True)
         version = out
     main = files.read_text(config_path)
+    others = _neighbours(drop_in_path, (".toml",)) if drop_in_path else {}
     plan = containerd.configure(
         main, containerd_version=version, runtime_name=params["runtime_name"],
         runtime_path=params["runtime_path"], set_as_default=params["set_as_default"],
         enable_cdi=params["enable_cdi"], cdi_spec_dirs=params["cdi_spec_dirs"], state=params["state"],
-        drop_in_path=drop_in_path, source=config_path)
+        drop_in_path=drop_in_path, source=config_path, other_runtimes=containerd.drop_in_runtimes(others))
     changes = [(config_path, main, plan["main"])]
     if drop_in_path:
         changes.append((drop_in_path, files.read_text(drop_in_path), plan["drop_in"]))
     if params["validate"] and binary and any(before != after for _p, before, after in changes):
-        others = _neighbours(drop_in_path, (".toml",)) if drop_in_path else {}
         problems = validation.containerd_config(module.run_command, binary, plan, drop_in_path, others,
                                                 params["runtime_name"], params["runtime_path"], params["state"])
         if problems:
@@ -403,12 +425,22 @@ def main():
     )
     params = module.params
     runtime = params["runtime"]
-    if runtime in ("containerd", "crio") and not containerd.HAS_TOMLKIT:
-        module.fail_json(msg=missing_required_lib("tomlkit"), exception=containerd.TOMLKIT_IMPORT_ERROR)
     config_path = params["config_path"] or DEFAULTS[runtime][0]
     drop_in_path = None if params["edit_mode"] == "in_place" else (params["drop_in_path"] or DEFAULTS[runtime][1])
+    if runtime == "containerd" and not containerd.HAS_TOMLKIT:
+        if params["state"] == "absent" and _nothing_added(config_path, drop_in_path):
+            # removing what was never there (again) needs no TOML editor: every value this module
+            # adds to containerd's files carries its marker, and the drop-in is its own
+            module.exit_json(changed=False, files=[], state_files=[], restart_required=False, backups=[])
+        module.fail_json(msg=missing_required_lib("tomlkit"), exception=containerd.TOMLKIT_IMPORT_ERROR)
+    if runtime == "crio" and not crio.HAS_TOML_PARSER:
+        module.fail_json(msg=missing_required_lib("tomli or tomlkit (Python < 3.11)"), exception=crio.TOMLKIT_IMPORT_ERROR)
 
     try:
+        if drop_in_path and runtime != "docker" and os.path.abspath(drop_in_path) == os.path.abspath(config_path):
+            raise option_error("drop_in_path", "is the main configuration file (config_path); the operator's file would "
+                               "be replaced", "give the drop-in a file of its own (the default is %s)"
+                               % DEFAULTS[runtime][1])
         if params["edit_mode"] == "in_place" and runtime != "containerd":
             raise option_error("edit_mode", "in_place is for containerd; CRI-O is configured through a drop-in and "
                                             "Docker's daemon.json is always merged in place", "set edit_mode=drop_in")
@@ -418,6 +450,7 @@ def main():
             changes, records, warnings, extra = _plan_crio(module, params, config_path, drop_in_path)
         else:
             changes, records, warnings, extra = _plan_docker(module, params, config_path)
+        changes = _keep_foreign_drop_in(changes, drop_in_path, params["state"], warnings)
     except ConfigError as exc:
         module.fail_json(msg=mask_text(str(exc)), option=exc.option)
 

@@ -15,16 +15,19 @@ DEBIAN_12 = 'ID=debian\nVERSION_ID="12"\nPRETTY_NAME="Debian GNU/Linux 12 (bookw
 # (profile, plan, flavour, action): the simulated nodes run the driver their profile names
 # (hgx-h100 570.172.08, hgx-h200 575.57.08, dgx-a100 535.261.03, a100-80gb-pcie-x2 550.163.01,
 # l40s-x4 and hgx-b200 580.95.05, t4-x1 535.247.01) and have no driver packages under the host root.
+# Every finding of a good plan is written down: only these warnings and infos, nothing else.
 GOOD_PLANS = [
+    # loaded 570 and no driver package: another branch is a branch change (allowed here), the
+    # same branch an installation of packages
     ("hgx-h100", "driver_branch=580 cuda_version=13.0 mig_required=true allow_branch_change=true", "open",
      "change_branch"),
-    ("hgx-h100", "driver_branch=570 mig_required=true", "open", "keep"),
+    ("hgx-h100", "driver_branch=570 mig_required=true", "open", "install"),
     ("hgx-h200", "driver_branch=R580 mig_required=true allow_branch_change=true", "open", "change_branch"),
-    ("hgx-b200", "driver_branch=580 cuda_version=12.8", "open", "keep"),
+    ("hgx-b200", "driver_branch=580 cuda_version=12.8", "open", "install"),
     ("dgx-a100", "driver_branch=570 mig_required=true allow_branch_change=true", "open", "change_branch"),
-    ("a100-80gb-pcie-x2", "driver_branch=550", "open", "keep"),
-    ("l40s-x4", "driver_branch=580 cuda_version=12.9", "open", "keep"),
-    ("t4-x1", "driver_branch=535 kernel_module_type=proprietary", "proprietary", "keep"),
+    ("a100-80gb-pcie-x2", "driver_branch=550", "open", "install"),
+    ("l40s-x4", "driver_branch=580 cuda_version=12.9", "open", "install"),
+    ("t4-x1", "driver_branch=535 kernel_module_type=proprietary", "proprietary", "install"),
 ]
 
 
@@ -44,6 +47,17 @@ def test_good_plans_pass(lab, debian_host, profile, args, flavour, action):
     assert result["recommendation"]["kernel_module_type"] == flavour
     assert result["plan"]["action"] == action
     assert len(result["gpus"]) >= 1
+    expected = {"nouveau_not_blacklisted"}
+    # NVIDIA's supported-drivers page: R570 reached its end of life in 2026-02, R550 in 2025-04,
+    # R535 in 2026-06 (the tests run after those dates)
+    if any(args.startswith("driver_branch=%s " % branch) or args == "driver_branch=%s" % branch
+           for branch in ("570", "550", "535")):
+        expected.add("branch_end_of_life")
+    if action == "change_branch":
+        expected.add("driver_branch_change")
+    if result["nvswitch_count"]:
+        expected.add("fabric_manager_required")
+    assert {f["code"] for f in result["findings"]} == expected
 
 
 def test_a_branch_change_is_refused_unless_asked_for(lab, debian_host):

@@ -21,6 +21,8 @@ SECRETS = {
     "identitytoken": "eyJIdGVudGl0eTUi.e30.sig",
     "proxy_password": "Pr0xyPassword-6",
     "conmon_proxy": "C0nmonProxy-7",
+    "multiline_header": "MultiLineBearer-8",
+    "warning_url": "InAWarning-9",
 }
 
 CONTAINERD = """version = 2
@@ -39,6 +41,9 @@ CONTAINERD = """version = 2
 
   [plugins."io.containerd.grpc.v1.cri".registry.headers]
     Authorization = ["Basic %(header)s"]
+    X-Auth-Token = [
+      "%(multiline_header)s",
+    ]
 """ % SECRETS
 
 DOCKER = {
@@ -78,11 +83,14 @@ def test_containerd(lab, tmp_path):
 
 def test_docker(lab, tmp_path):
     daemon = tmp_path / "daemon.json"
-    daemon.write_text(json.dumps(DOCKER, indent=2) + "\n")
+    # a duplicate key makes the editor warn about the file: the warning must not show the secret
+    daemon.write_text(json.dumps(DOCKER, indent=2)[:-2] + ',\n  "log-driver": "journald",\n  "labels": '
+                      '["mirror=https://u:%s@m.example"]\n}\n' % SECRETS["warning_url"])
     args = "runtime=docker config_path=%s state_dir=%s/state set_as_default=true" % (daemon, tmp_path)
     outputs = [ansible(lab, args, check=True), ansible(lab, args), ansible(lab, args + " state=absent")]
+    assert "appears more than once" in outputs[0]
     assert_masked(outputs)
-    assert json.loads(daemon.read_text()) == DOCKER
+    assert json.loads(daemon.read_text()) == dict(DOCKER, labels=["mirror=https://u:%s@m.example" % SECRETS["warning_url"]])
 
 
 def test_crio(lab, tmp_path):

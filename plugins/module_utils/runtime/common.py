@@ -13,10 +13,11 @@ import re
 __metaclass__ = type
 
 MASK = "********"
-# Keys whose values are credentials in containerd, CRI-O and Docker configurations (containerd's
-# registry `headers` carry `Authorization`).
-_SECRET_KEYS = r"password|auth|identitytoken|identity_token|registrytoken|token|secret|authorization"
-SECRET_KEY_RE = re.compile(r"^(%s)$" % _SECRET_KEYS, re.I)
+# Words in the names of keys whose values are credentials in containerd, CRI-O and Docker
+# configurations (password, auth, identitytoken, containerd's registry `headers` with
+# `Authorization` or `X-Auth-Token` ...).
+_SECRET_WORDS = r"password|passwd|secret|token|auth"
+SECRET_KEY_RE = re.compile(r"(%s)" % _SECRET_WORDS, re.I)
 # The userinfo of a URL: scheme://USER[:PASSWORD]@host (proxies, registry mirrors, endpoints).
 _URL_USERINFO_RE = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]*://)(?P<userinfo>[^\s/@\"'<>\\]+)@")
 # A Kubernetes RuntimeClass handler is a DNS label (RFC 1123): the NVIDIA runtime's name must be one.
@@ -68,6 +69,17 @@ def check_runtime_name(name, runtime: str, reserved=(), existing: dict | None = 
                 "use another name%s, or remove that runtime first" % ("" if name == "nvidia" else " such as nvidia"))
 
 
+def check_options(runtime: str, runtime_name, runtime_path, state: str = "present", reserved=()) -> None:
+    """The options every editor takes: state, the runtime's name (see check_runtime_name) and,
+    to add it, the NVIDIA runtime's path."""
+    if state not in ("present", "absent"):
+        raise option_error("state", "must be present or absent, not %r" % (state,), "set state to present or absent")
+    check_runtime_name(runtime_name, runtime, reserved=reserved)
+    if state == "present" and (not isinstance(runtime_path, str) or not runtime_path.strip()):
+        raise option_error("runtime_path", "must be the path of the NVIDIA container runtime, not %r" % (runtime_path,),
+                           "set runtime_path (default /usr/bin/nvidia-container-runtime)")
+
+
 def _mask_userinfo(match) -> str:
     userinfo = match.group("userinfo")
     user = userinfo.split(":", 1)[0] + ":" if ":" in userinfo else ""
@@ -85,9 +97,9 @@ def mask_secrets(data):
     if isinstance(data, dict):
         masked = {}
         for key, value in data.items():
-            if SECRET_KEY_RE.match(str(key)) and isinstance(value, str) and value:
+            if SECRET_KEY_RE.search(str(key)) and isinstance(value, str) and value:
                 masked[key] = MASK
-            elif SECRET_KEY_RE.match(str(key)) and isinstance(value, list):
+            elif SECRET_KEY_RE.search(str(key)) and isinstance(value, list):
                 masked[key] = [MASK if isinstance(item, str) and item else mask_secrets(item) for item in value]
             else:
                 masked[key] = mask_secrets(value)
@@ -99,9 +111,13 @@ def mask_secrets(data):
     return copy.deepcopy(data)
 
 
-_QUOTED = r'''"(?:[^"\\\n]|\\.)*"|'[^'\n]*\''''
+# "...", '...', """...""" and '''...''' (TOML's multi-line strings)
+_QUOTED = r'"""(?:.|\n)*?"""|' + r"'''(?:.|\n)*?'''" + r'|"(?:[^"\\\n]|\\.)*"' + r"|'[^'\n]*'"
+# KEY = "value", KEY: "value", KEY = ["a", "b"] (over several lines too), for every key whose name
+# holds a secret word (X-Auth-Token, registry_password ...)
 _TEXT_SECRET_RE = re.compile(
-    r'''(?P<key>["']?(?:%s)["']?\s*[=:]\s*)(?P<value>%s|\[[^\]\n]*\])''' % (_SECRET_KEYS, _QUOTED), re.I)
+    r'''(?P<key>["']?[\w.-]*(?:%s)[\w.-]*["']?\s*[=:]\s*)(?P<value>%s|\[[^\]]*\])''' % (_SECRET_WORDS, _QUOTED),
+    re.I)
 _STRING_RE = re.compile(_QUOTED)
 
 
@@ -110,7 +126,8 @@ def _mask_value(match) -> str:
 
     def one(string):
         text = string.group(0)
-        return text if len(text) == 2 else "%s%s%s" % (text[0], MASK, text[0])
+        quote = text[:3] if text[:3] in ('"""', "'''") else text[0]
+        return text if len(text) == 2 * len(quote) else "%s%s%s" % (quote, MASK, quote)
     return match.group("key") + _STRING_RE.sub(one, value)
 
 

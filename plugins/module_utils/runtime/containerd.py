@@ -24,7 +24,7 @@ import traceback
 __metaclass__ = type
 
 from ansible_collections.gpuops.nvidia.plugins.module_utils.runtime.common import (
-    ConfigError, check_runtime_name, option_error)
+    ConfigError, check_options, check_runtime_name, option_error)
 
 try:
     import tomlkit
@@ -155,6 +155,20 @@ def _set_marked(node, key, value, previous=None):
     node[key] = item
 
 
+def drop_in_runtimes(drop_ins: dict) -> dict:
+    """The runtimes other drop-ins define ({path: text}; unreadable ones are left to the
+    validation): name -> BinaryName, as existing_runtimes() gives them."""
+    found = {}
+    for path, text in sorted((drop_ins or {}).items()):
+        try:
+            doc = parse(text, path)
+        except ConfigError:
+            continue
+        for cri_path in set(CRI_PATHS.values()):
+            found.update(existing_runtimes(_get(doc, cri_path)))
+    return found
+
+
 def existing_runtimes(cri) -> dict:
     """The runtimes a CRI plugin table defines: name -> its options.BinaryName (None: runc)."""
     runtimes = _get(cri, ("containerd", "runtimes")) if cri is not None else None
@@ -252,18 +266,14 @@ def configure(main_text: str | None, *, containerd_version: str, runtime_name: s
               runtime_path: str = "/usr/bin/nvidia-container-runtime", set_as_default: bool = False,
               enable_cdi="true", cdi_spec_dirs=("/etc/cdi", "/var/run/cdi"), state: str = "present",
               drop_in_path: str | None = "/etc/containerd/conf.d/99-nvidia.toml",
-              source: str = "/etc/containerd/config.toml") -> dict:
-    """Plan the files. Returns {'main': text, 'drop_in': text or None (no drop-in file),
-    'config_version', 'cri_table', 'cdi', 'warnings', 'created_main'}."""
+              source: str = "/etc/containerd/config.toml", other_runtimes: dict | None = None) -> dict:
+    """Plan the files. other_runtimes: the runtimes other drop-ins define (drop_in_runtimes()).
+    Returns {'main': text, 'drop_in': text or None (no drop-in file), 'config_version',
+    'cri_table', 'cdi', 'warnings', 'created_main'}."""
     if not HAS_TOMLKIT:
         raise ConfigError("the Python library tomlkit is required on the managed host")
     containerd = parse_version(containerd_version)
-    if state not in ("present", "absent"):
-        raise option_error("state", "must be present or absent, not %r" % (state,), "set state to present or absent")
-    check_runtime_name(runtime_name, "containerd", reserved=BUILTIN_RUNTIMES)
-    if state == "present" and (not isinstance(runtime_path, str) or not runtime_path.strip()):
-        raise option_error("runtime_path", "must be the path of the NVIDIA container runtime, not %r" % (runtime_path,),
-                           "set runtime_path (default /usr/bin/nvidia-container-runtime)")
+    check_options("containerd", runtime_name, runtime_path, state, reserved=BUILTIN_RUNTIMES)
     warnings = []
     doc = parse(main_text, source)
     created = not (main_text and main_text.strip())
@@ -277,7 +287,9 @@ def configure(main_text: str | None, *, containerd_version: str, runtime_name: s
     cri_path = CRI_PATHS[version]
     cri = _get(doc, cri_path)
     if state == "present":
-        check_runtime_name(runtime_name, "containerd", existing=existing_runtimes(cri), runtime_path=runtime_path)
+        # the main file's runtimes and those of the other drop-ins (containerd 2.1 merges them in)
+        existing = dict(other_runtimes or {}, **existing_runtimes(cri))
+        check_runtime_name(runtime_name, "containerd", existing=existing, runtime_path=runtime_path)
     disabled = plain(doc.get("disabled_plugins") or [])
     if any(name in disabled for name in ("cri", "io.containerd.grpc.v1.cri", "io.containerd.cri.v1.runtime")):
         raise ConfigError("%s disables the CRI plugin (disabled_plugins = %s): Kubernetes cannot use containerd "
@@ -382,8 +394,13 @@ def validation_files(plan: dict, drop_in_path: str | None, existing_drop_ins: di
         conf_d = os.path.join(scratch, "conf.d")
         doc = parse(main_text, "planned main configuration")
         if "imports" in doc:
-            glob = import_glob(drop_in_path)
-            doc["imports"] = [os.path.join(conf_d, "*.toml") if item == glob else item for item in plain(doc["imports"])]
+            # every import that reaches the drop-in (the module's glob, the operator's own
+            # pattern or the file's path) reads the scratch copy instead of the live files
+            directory = os.path.dirname(drop_in_path)
+            doc["imports"] = [
+                os.path.join(conf_d, os.path.basename(item) if os.path.dirname(item) == directory
+                             else os.path.basename(drop_in_path))
+                if _imports_cover([item], drop_in_path) else item for item in plain(doc["imports"])]
             main_text = tomlkit.dumps(doc)
         drop_ins = dict(existing_drop_ins)
         if plan["drop_in"] is not None:

@@ -31,7 +31,7 @@ import traceback
 __metaclass__ = type
 
 from ansible_collections.gpuops.nvidia.plugins.module_utils.runtime.common import (
-    ConfigError, check_runtime_name, option_error)
+    ConfigError, check_options, check_runtime_name, option_error)
 
 try:
     import tomllib as _toml_reader
@@ -79,7 +79,14 @@ BUILTIN_CRUN = {
 COPIED_FIELDS = ("monitor_path", "monitor_cgroup", "monitor_exec_cgroup", "monitor_env", "runtime_root",
                  "allowed_annotations", "privileged_without_host_devices", "container_min_memory", "no_sync_log",
                  "default_annotations")
-HANDLER_FIELDS = COPIED_FIELDS + ("runtime_path", "runtime_type", "runtime_config_path")
+# What a value of each field must be (CRI-O 1.34's runtime handler).
+FIELD_KINDS = {"monitor_path": "path", "monitor_cgroup": "string", "monitor_exec_cgroup": "string",
+               "runtime_root": "path", "container_min_memory": "string", "monitor_env": "environment",
+               "allowed_annotations": "list of strings", "privileged_without_host_devices": "boolean",
+               "no_sync_log": "boolean", "default_annotations": "table of strings"}
+# Fields the module's own options set.
+OWN_FIELDS = {"runtime_path": "runtime_path", "runtime_type": "the NVIDIA runtime's type (oci)",
+              "default_runtime": "set_as_default"}
 # The runtime types CRI-O knows for a runtime handler.
 RUNTIME_TYPES = ("oci", "vm", "pod")
 CDI_SPEC_DIRS = ("/etc/cdi", "/var/run/cdi")
@@ -119,19 +126,50 @@ def toml_key(key):
 
 def _env_list(monitor_env):
     """monitor_env as a list of "NAME=value" strings, from a dict (in its order) or a list."""
-    if monitor_env is None:
-        return []
     if isinstance(monitor_env, dict):
         items = ["%s=%s" % (name, "" if value is None else value) for name, value in monitor_env.items()]
     elif isinstance(monitor_env, (list, tuple)):
         items = list(monitor_env)
     else:
-        raise option_error("monitor_env", "must be a dict or a list of NAME=value strings", "give NAME=value strings")
+        raise option_error("handler_options", "monitor_env must be a dict or a list of NAME=value strings, not %r"
+                           % (monitor_env,), "give monitor_env as NAME=value strings")
     for item in items:
         if not isinstance(item, str) or "=" not in item or not _ENV_NAME_RE.match(item.split("=", 1)[0]):
-            raise option_error("monitor_env", "entries must look like NAME=value, not %r" % (item,),
-                               "give NAME=value strings")
+            raise option_error("handler_options", "monitor_env entries must look like NAME=value, not %r" % (item,),
+                               "give monitor_env as NAME=value strings")
     return items
+
+
+def check_handler_options(options) -> dict:
+    """The handler_options, checked field by field as CRI-O reads them (monitor_env as a list of
+    NAME=value strings). A None value stays None (it drops a copied field). Raises ConfigError
+    naming the option for an unknown field, a field the module sets itself, or a wrong value."""
+    checked = {}
+    for key, value in (options or {}).items():
+        if key in OWN_FIELDS:
+            raise option_error("handler_options", "%s is not a handler option here: the module sets it from %s"
+                               % (key, OWN_FIELDS[key]), "leave %s out of handler_options" % key)
+        kind = FIELD_KINDS.get(key)
+        if kind is None:
+            raise option_error("handler_options", "CRI-O 1.34 has no runtime handler field %s" % key,
+                               "use the fields of [crio.runtime.runtimes.*]: %s" % ", ".join(COPIED_FIELDS))
+        if value is None:
+            checked[key] = None
+            continue
+        if kind == "environment":
+            checked[key] = _env_list(value)
+            continue
+        good = {"path": isinstance(value, str) and value.startswith("/"),
+                "string": isinstance(value, str),
+                "boolean": isinstance(value, bool),
+                "list of strings": isinstance(value, list) and all(isinstance(item, str) for item in value),
+                "table of strings": isinstance(value, dict) and all(isinstance(item, str) for item in value.values()),
+                }[kind]
+        if not good:
+            raise option_error("handler_options", "%s must be %s, not %r" % (
+                key, "an absolute path" if kind == "path" else "a " + kind, value), "give %s a %s" % (key, kind))
+        checked[key] = value
+    return checked
 
 
 def _toml_value(value, key):
@@ -150,29 +188,19 @@ def _toml_value(value, key):
 
 
 def drop_in(*, runtime_name=DEFAULT_RUNTIME_NAME, runtime_path=DEFAULT_RUNTIME_PATH, runtime_type="oci", set_as_default=False,
-            monitor_env=None, handler=None):
+            handler=None):
     """The TOML text of the CRI-O drop-in that registers the NVIDIA runtime.
 
     ``handler`` holds the handler's other fields (as handler_for() plans them: the default
     runtime's monitor settings ...), written in COPIED_FIELDS order. ``[crio.runtime]
     default_runtime`` is written only when ``set_as_default`` is true (otherwise the drop-in
-    does not touch CRI-O's default). ``monitor_env`` (a dict or a list of "NAME=value" strings)
-    replaces the handler's monitor_env, the environment of conmon. The same arguments always
-    give the same text. Raises ConfigError for bad arguments."""
-    check_runtime_name(runtime_name, "CRI-O", reserved=BUILTIN_RUNTIMES)
-    if not isinstance(runtime_path, str) or not runtime_path.strip():
-        raise option_error("runtime_path", "must be the path of the NVIDIA container runtime, not %r" % (runtime_path,),
-                           "set runtime_path (default /usr/bin/nvidia-container-runtime)")
+    does not touch CRI-O's default). The same arguments always give the same text. Raises
+    ConfigError for bad arguments."""
+    check_options("CRI-O", runtime_name, runtime_path, reserved=BUILTIN_RUNTIMES)
     if runtime_type not in RUNTIME_TYPES:
         raise option_error("runtime_type", "must be one of %s, not %r" % (", ".join(RUNTIME_TYPES), runtime_type),
                            "use oci for the NVIDIA runtime")
-    fields = dict(handler or {})
-    if monitor_env is not None:
-        fields["monitor_env"] = _env_list(monitor_env) or None
-    unknown = sorted(set(fields) - set(HANDLER_FIELDS))
-    if unknown:
-        raise option_error("handler_options", "CRI-O 1.34 has no runtime handler field %s" % ", ".join(unknown),
-                           "use the fields of [crio.runtime.runtimes.*]: %s" % ", ".join(COPIED_FIELDS))
+    fields = check_handler_options(handler)
 
     lines = [HEADER]
     if set_as_default:
@@ -180,8 +208,8 @@ def drop_in(*, runtime_name=DEFAULT_RUNTIME_NAME, runtime_path=DEFAULT_RUNTIME_P
     handler_lines = ["[crio.runtime.runtimes.%s]" % toml_key(runtime_name),
                      "runtime_path = %s" % toml_string(runtime_path),
                      "runtime_type = %s" % toml_string(runtime_type)]
-    for key in COPIED_FIELDS + ("runtime_config_path",):
-        if fields.get(key) is not None:
+    for key in COPIED_FIELDS:
+        if fields.get(key) not in (None, []):
             handler_lines.append("%s = %s" % (key, _toml_value(fields[key], key)))
     lines.append("\n".join(handler_lines) + "\n")
     return "\n".join(lines)
@@ -298,7 +326,7 @@ def handler_for(config: dict, runtime_name: str, overrides: dict | None = None) 
     where the base was read)."""
     name, table, where = base_runtime(config, runtime_name)
     fields = {key: table[key] for key in COPIED_FIELDS if key in table and table[key] not in ("", None, [], {})}
-    for key, value in (overrides or {}).items():
+    for key, value in check_handler_options(overrides).items():
         if value is None:
             fields.pop(key, None)
         else:
@@ -343,8 +371,7 @@ def configure(files, *, drop_in_path=DEFAULT_SOURCE, runtime_name=DEFAULT_RUNTIM
     without the drop-in itself; later: the paths among them CRI-O reads after the drop-in.
     Returns {'text' (None: no drop-in), 'handler' (its fields), 'base' (the runtime they came
     from and where), 'cgroup_manager', 'warnings'}."""
-    if state not in ("present", "absent"):
-        raise option_error("state", "must be present or absent, not %r" % (state,), "set state to present or absent")
+    check_options("CRI-O", runtime_name, runtime_path, state, reserved=BUILTIN_RUNTIMES)
     config = effective(files)
     warnings = []
     if state == "absent":

@@ -14,6 +14,8 @@ import re
 
 __metaclass__ = type
 
+from ansible_collections.gpuops.nvidia.plugins.module_utils import findings as fnd
+
 RUNTIMES = ("containerd", "crio", "docker")
 NAMES = {"containerd": "containerd", "crio": "CRI-O", "docker": "Docker"}
 BINARIES = {"containerd": "containerd", "crio": "crio", "docker": "dockerd"}
@@ -26,7 +28,11 @@ KUBELET_CONFIG_FILES = ("var/lib/kubelet/config.yaml", "etc/kubernetes/kubelet-c
                         "etc/kubernetes/kubelet/config.yaml")
 
 _ENDPOINT_FLAG_RE = re.compile(r"--container-runtime-endpoint[= ]\s*[\"']?([^\s\"']+)")
-_ENDPOINT_CONFIG_RE = re.compile(r"^containerRuntimeEndpoint:\s*[\"']?([^\s\"'#]+)", re.M)
+_CONFIG_FLAG_RE = re.compile(r"--config[= ]\s*[\"']?([^\s\"']+)")
+# YAML (containerRuntimeEndpoint: unix://...) and JSON ("containerRuntimeEndpoint": "unix://...")
+_ENDPOINT_CONFIG_RE = re.compile(r"^\s*[\"']?containerRuntimeEndpoint[\"']?\s*:\s*[\"']?([^\s\"',#]+)", re.M)
+# The kubelet's own default since Kubernetes 1.24 (dockershim removed): containerd's socket.
+KUBELET_DEFAULT_ENDPOINT = "unix:///run/containerd/containerd.sock"
 
 
 def parse_version(text: str | None) -> tuple | None:
@@ -48,9 +54,20 @@ def runtime_of_endpoint(endpoint: str | None) -> str | None:
     return None
 
 
+def _endpoint_in(path):
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            text = handle.read()
+    except OSError:
+        return None
+    match = _ENDPOINT_FLAG_RE.search(text) or _ENDPOINT_CONFIG_RE.search(text)
+    return match.group(1) if match else None
+
+
 def kubelet_endpoint(root: str = "/") -> tuple:
     """(endpoint, where it was read) of the kubelet's runtime endpoint, or (None, None): the
-    running kubelet's command line first, then kubeadm's flags file and the kubelet config."""
+    running kubelet's command line (its --container-runtime-endpoint, else the file of its
+    --config, else the kubelet's default), then kubeadm's flags file and the kubelet config."""
     proc = os.path.join(root, "proc")
     for pid in sorted(os.listdir(proc)) if os.path.isdir(proc) else []:
         if not pid.isdigit():
@@ -61,18 +78,19 @@ def kubelet_endpoint(root: str = "/") -> tuple:
         except OSError:
             continue
         if argv and os.path.basename(argv[0].decode("utf-8", "replace")) == "kubelet":
-            match = _ENDPOINT_FLAG_RE.search(" ".join(part.decode("utf-8", "replace") for part in argv))
+            line = " ".join(part.decode("utf-8", "replace") for part in argv)
+            match = _ENDPOINT_FLAG_RE.search(line)
             if match:
                 return match.group(1), "the running kubelet's --container-runtime-endpoint"
-    for rel in KUBELET_FLAG_FILES + KUBELET_CONFIG_FILES:
-        try:
-            with open(os.path.join(root, rel), encoding="utf-8", errors="replace") as handle:
-                text = handle.read()
-        except OSError:
-            continue
-        match = _ENDPOINT_FLAG_RE.search(text) or _ENDPOINT_CONFIG_RE.search(text)
-        if match:
-            return match.group(1), "/" + rel
+            config = _CONFIG_FLAG_RE.search(line)
+            endpoint = _endpoint_in(os.path.join(root, config.group(1).lstrip("/"))) if config else None
+            if endpoint:
+                return endpoint, "%s (the running kubelet's --config)" % config.group(1)
+            return KUBELET_DEFAULT_ENDPOINT, "the running kubelet's default endpoint (it names none)"
+    for rel in KUBELET_FLAG_FILES + KUBELET_CONFIG_FILES + ("etc/kubernetes/kubelet/kubelet-config.json",):
+        endpoint = _endpoint_in(os.path.join(root, rel))
+        if endpoint:
+            return endpoint, "/" + rel
     return None, None
 
 
@@ -90,15 +108,18 @@ def _listed(names) -> str:
 def choose(requested: str, installed: dict, active: list, endpoint: str | None, endpoint_source: str | None) -> dict:
     """The runtime to configure. installed: {runtime: version tuple or None} of the runtimes
     whose binary is there; active: runtimes whose service runs. Returns {'runtime' (None when
-    there is none to configure), 'reason', 'problems' [messages], 'warnings' [messages]}."""
+    there is none to configure), 'reason', 'problems' [findings], 'warnings' [messages]}."""
     problems, warnings = [], []
+    install = "install containerd, CRI-O or Docker first, or name the runtime the node uses"
     kubelet_runtime = runtime_of_endpoint(endpoint)
     if requested != "auto":
         runtime = requested
         reason = "%s was asked for" % NAMES[runtime]
         if runtime not in installed:
-            problems.append("%s is not installed (no %s binary); installed: %s"
-                            % (NAMES[runtime], BINARIES[runtime], _listed(sorted(installed))))
+            problems.append(fnd.finding("runtime_not_installed", "error", "%s is not installed (no %s binary); installed: %s"
+                                        % (NAMES[runtime], BINARIES[runtime], _listed(sorted(installed))),
+                                        "install %s first, or name the runtime the node uses" % NAMES[runtime],
+                                        subject=runtime))
         if kubelet_runtime and kubelet_runtime != runtime:
             warnings.append("%s was asked for, but the kubelet uses %s (%s is %s)"
                             % (NAMES[runtime], NAMES[kubelet_runtime], endpoint_source, endpoint))
@@ -107,7 +128,10 @@ def choose(requested: str, installed: dict, active: list, endpoint: str | None, 
         runtime = kubelet_runtime
         reason = "the kubelet uses it: %s is %s" % (endpoint_source, endpoint)
         if runtime not in installed:
-            problems.append("the kubelet's runtime endpoint %s is %s's, which is not installed" % (endpoint, NAMES[runtime]))
+            problems.append(fnd.finding("runtime_not_installed", "error", "the kubelet's runtime endpoint %s is %s's, "
+                                        "which is not installed" % (endpoint, NAMES[runtime]),
+                                        "install %s, or point the kubelet at the runtime the node has" % NAMES[runtime],
+                                        subject=runtime))
     elif "docker" in active:
         runtime = "docker"
         reason = "docker.service is active" + (
@@ -115,7 +139,7 @@ def choose(requested: str, installed: dict, active: list, endpoint: str | None, 
     elif len([name for name in active if name in ("containerd", "crio")]) > 1:
         runtime = None
         reason = "containerd and CRI-O both run and no kubelet says which one it uses"
-        problems.append(reason)
+        problems.append(fnd.finding("runtime_ambiguous", "error", reason, "name the runtime to configure", subject="node"))
     elif active:
         runtime = active[0]
         reason = "%s is active" % SERVICES[runtime]
@@ -125,5 +149,5 @@ def choose(requested: str, installed: dict, active: list, endpoint: str | None, 
     else:
         runtime = None
         reason = "no container runtime is installed (looked for containerd, crio and dockerd)"
-        problems.append(reason)
+        problems.append(fnd.finding("no_runtime", "error", reason, install, subject="node"))
     return {"runtime": runtime, "reason": reason, "problems": problems, "warnings": warnings}

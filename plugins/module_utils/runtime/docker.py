@@ -35,7 +35,7 @@ import re
 __metaclass__ = type
 
 from ansible_collections.gpuops.nvidia.plugins.module_utils.runtime.common import (
-    ConfigError, check_runtime_name, option_error)
+    ConfigError, check_options, check_runtime_name, option_error)
 
 DEFAULT_SOURCE = "/etc/docker/daemon.json"
 DEFAULT_RUNTIME_NAME = "nvidia"
@@ -141,20 +141,19 @@ def _get_object(data, key, source, path=None):
     return value
 
 
-def _check_args(runtime_name, runtime_path, state):
-    if state not in ("present", "absent"):
-        raise option_error("state", "must be present or absent, not %r" % (state,), "set state to present or absent")
-    check_runtime_name(runtime_name, "Docker", reserved=BUILTIN_RUNTIMES)
-    if state == "present" and (not isinstance(runtime_path, str) or not runtime_path.strip()):
-        raise option_error("runtime_path", "must be the path of the NVIDIA container runtime, not %r" % (runtime_path,),
-                           "set runtime_path (default /usr/bin/nvidia-container-runtime)")
-
-
 def _existing_runtimes(data, source):
     runtimes = _get_object(data, "runtimes", source) or {}
-    # an entry that is no object is reported as a type error by the edit itself; one without a
-    # path runs nothing (dockerd refuses it), so taking it over replaces no runtime
-    return {name: entry["path"] for name, entry in runtimes.items() if isinstance(entry, dict) and entry.get("path")}
+    # an entry that is no object is reported as a type error by the edit itself; a runtime runs
+    # a binary (path) or, from Docker 23, a containerd shim (runtimeType); one with neither runs
+    # nothing (dockerd refuses it), so taking it over replaces no runtime
+    found = {}
+    for name, entry in runtimes.items():
+        if isinstance(entry, dict):
+            options = entry.get("options") if isinstance(entry.get("options"), dict) else {}
+            binary = entry.get("path") or options.get("BinaryName") or entry.get("runtimeType")
+            if binary:
+                found[name] = binary
+    return found
 
 
 def _lookup(data, path):
@@ -291,7 +290,7 @@ def configure(current_text, *, runtime_name=DEFAULT_RUNTIME_NAME, runtime_path=D
     * ``warnings`` - things the user should know (strings).
 
     Raises ConfigError (file, line, column) for malformed JSON, wrong types and refused options."""
-    _check_args(runtime_name, runtime_path, state)
+    check_options("Docker", runtime_name, runtime_path, state, reserved=BUILTIN_RUNTIMES)
     data, warnings = parse_daemon_json(current_text, source)
     record = _check_record(record, source, runtime_name)
     before = _canonical(data)
@@ -354,8 +353,8 @@ def cdi_decision(enable_cdi, version):
     shown = format_version(version)
     if enable_cdi == "auto":
         return False, "Docker %s does not support CDI (features.cdi needs Docker 25 or newer); CDI was skipped" % shown
-    raise ConfigError("Docker %s does not support CDI (features.cdi needs Docker 25 or newer); upgrade Docker, "
-                      "or set enable_cdi=auto to skip CDI on older Docker, or enable_cdi=false" % shown)
+    raise option_error("enable_cdi", "Docker %s does not support CDI (features.cdi needs Docker 25 or newer)" % shown,
+                       "upgrade Docker, or set enable_cdi to auto (skip CDI with a warning) or false")
 
 
 def validation_plan(text, version):

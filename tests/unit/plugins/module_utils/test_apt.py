@@ -40,10 +40,12 @@ W: Some index files failed to download. They have been ignored, or old ones used
 
 def test_a_rotated_key_names_the_source_and_the_key():
     problems = apt.update_problems(ROTATED, SOURCES)
+    source = "/etc/apt/sources.list.d/gpuops-nvidia-container-toolkit.sources"
+    reason = "its Release file is signed with key 6B4E1C2D9A8F7E3B, which the source's keyring does not hold"
     assert problems == [{
-        "source": "/etc/apt/sources.list.d/gpuops-nvidia-container-toolkit.sources",
-        "url": "http://127.0.0.1:8765/toolkit/stable/deb/amd64", "kind": "key",
-        "reason": "its Release file is signed with key 6B4E1C2D9A8F7E3B, which the source's keyring does not hold",
+        "code": "apt_refresh_key", "severity": "error", "subject": source,
+        "message": "%s (http://127.0.0.1:8765/toolkit/stable/deb/amd64): %s" % (source, reason),
+        "source": source, "url": "http://127.0.0.1:8765/toolkit/stable/deb/amd64", "kind": "key", "reason": reason,
         "fix": "the repository's signing key changed (a key rotation) or the wrong key was given: install the "
                "repository's current key"}]
     message = apt.describe(problems, {"key": "set container_toolkit_repo_key to it"})
@@ -103,3 +105,17 @@ def test_parse_simulation_and_depends_and_installed():
                                           "python3.11"}
     assert apt.parse_installed("ii  adduser\nhi  nvidia-open\nrc  old-thing\nii  libc6:amd64\n") == {
         "adduser", "nvidia-open", "libc6"}
+
+
+def test_arch_in_a_source_uri_and_a_single_source_refresh(tmp_path):
+    listd = tmp_path / "etc" / "apt" / "sources.list.d"
+    listd.mkdir(parents=True)
+    (listd / "gpuops-nvidia-container-toolkit.sources").write_text(
+        "Types: deb\nURIs: https://nvidia.github.io/libnvidia-container/stable/deb/$(ARCH)\nSuites: /\n")
+    sources = apt.read_sources(str(tmp_path), "amd64")
+    assert sources == {"https://nvidia.github.io/libnvidia-container/stable/deb/amd64":
+                       "/etc/apt/sources.list.d/gpuops-nvidia-container-toolkit.sources"}
+    # a URL no source lists is put on the source being refreshed
+    problems = apt.update_problems("Err:1 http://elsewhere.example/x InRelease\n  404  Not Found [IP: 1.2.3.4 80]\n",
+                                   {}, default_source="/etc/apt/sources.list.d/x.sources")
+    assert [(p["source"], p["kind"]) for p in problems] == [("/etc/apt/sources.list.d/x.sources", "not_found")]

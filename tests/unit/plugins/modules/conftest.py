@@ -27,7 +27,14 @@ class Fail(Exception):
 
 def _exit(self, **result):
     result.setdefault("changed", False)
+    result.setdefault("warnings", list(getattr(self, "_test_warnings", [])))
     raise Exit(result)
+
+
+def _warn(self, message):
+    if not hasattr(self, "_test_warnings"):
+        self._test_warnings = []  # pylint: disable=protected-access
+    self._test_warnings.append(message)  # pylint: disable=protected-access
 
 
 def _fail(self, msg, **result):
@@ -42,6 +49,7 @@ def run_module(monkeypatch):
     (a traceback for the user) and fails the test."""
     monkeypatch.setattr(basic.AnsibleModule, "exit_json", _exit)
     monkeypatch.setattr(basic.AnsibleModule, "fail_json", _fail)
+    monkeypatch.setattr(basic.AnsibleModule, "warn", _warn)
 
     def run(main, args, check_mode=False, diff=False):
         args = dict(args)

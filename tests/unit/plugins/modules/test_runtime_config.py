@@ -38,7 +38,14 @@ REFUSED = [
     ("crio", {"handler_options": {"monitor_pth": "/usr/bin/conmon"}}, "handler_options",
      "handler_options: CRI-O 1.34 has no runtime handler field monitor_pth"),
     ("crio", {"handler_options": {"monitor_env": [1, 2]}}, "handler_options",
-     "handler_options: monitor_env must be a string"),
+     "handler_options: monitor_env entries must look like NAME=value, not 1"),
+    ("crio", {"handler_options": {"monitor_path": ["/x"]}}, "handler_options",
+     "handler_options: monitor_path must be an absolute path"),
+    ("crio", {"handler_options": {"monitor_cgroup": 5}}, "handler_options", "handler_options: monitor_cgroup must be a string"),
+    ("crio", {"handler_options": {"runtime_path": "/evil"}}, "handler_options",
+     "handler_options: runtime_path is not a handler option here"),
+    ("containerd", {"drop_in_path": "CONFIG"}, "drop_in_path", "drop_in_path: is the main configuration file"),
+    ("crio", {"drop_in_path": "CONFIG"}, "drop_in_path", "drop_in_path: is the main configuration file"),
     ("crio", {"handler_options": {"monitor_path": "/nonexistent/conmon"}}, "handler_options",
      "handler_options: the NVIDIA handler would stop CRI-O from starting"),
 ]
@@ -58,10 +65,12 @@ def test_refused_options_fail_cleanly(run_module, tmp_path, runtime, args, optio
     if runtime == "containerd":
         full["containerd_version"] = "1.7.24"
     full.update(args)
+    if full.get("drop_in_path") == "CONFIG":
+        full["drop_in_path"] = full["config_path"]
     failed, result = run_module(runtime_config.main, full)
     assert failed is True
     assert result["msg"].startswith(message), result["msg"]
-    assert result.get("option") == option or option == "edit_mode"
+    assert result.get("option") == option
     assert not os.listdir(tmp_path / runtime)  # nothing written
 
 
@@ -104,3 +113,47 @@ def test_check_mode_writes_nothing(run_module, tmp_path):
     failed, result = run_module(runtime_config.main, args, check_mode=True, diff=True)
     assert not failed and result["changed"] and result["diff"]
     assert not os.listdir(tmp_path / "containerd")
+
+
+def test_absent_of_nothing_needs_no_tomlkit(run_module, tmp_path, monkeypatch):
+    """A second state=absent after the role removed python3-tomlkit with the toolkit."""
+    from ansible_collections.gpuops.nvidia.plugins.module_utils.runtime import containerd
+    monkeypatch.setattr(containerd, "HAS_TOMLKIT", False)
+    args = dict(paths(tmp_path, "containerd"), validate=False, containerd_version="1.7.24", state="absent")
+    with open(args["config_path"], "w") as handle:
+        handle.write('version = 2\n[plugins."io.containerd.grpc.v1.cri"]\n  sandbox_image = "pause:3.9"\n')
+    failed, result = run_module(runtime_config.main, args)
+    assert not failed and result["changed"] is False
+    # with something of ours still there, tomlkit is needed and its absence is said
+    with open(args["config_path"], "a") as handle:
+        handle.write('imports = ["/etc/containerd/conf.d/*.toml"] # gpuops.nvidia\n')
+    failed, result = run_module(runtime_config.main, args)
+    assert failed and "tomlkit" in result["msg"]
+
+
+def test_a_docker_shim_runtime_is_not_taken_over(run_module, tmp_path):
+    """Docker 23+ runtimes can name a containerd shim (runtimeType) instead of a path."""
+    args = dict(paths(tmp_path, "docker"), runtime="docker", validate=False, runtime_name="kata")
+    with open(args["config_path"], "w") as handle:
+        json.dump({"runtimes": {"kata": {"runtimeType": "io.containerd.kata.v2"}}}, handle)
+    failed, result = run_module(runtime_config.main, args)
+    assert failed and result["msg"].startswith("runtime_name: the Docker configuration already defines a runtime 'kata' "
+                                               "(io.containerd.kata.v2) that is not NVIDIA's")
+
+
+@pytest.mark.parametrize("runtime", ["containerd", "crio"])
+def test_a_drop_in_the_module_did_not_write_is_kept(run_module, tmp_path, runtime):
+    args = dict(paths(tmp_path, runtime), runtime=runtime, validate=False)
+    if runtime == "containerd":
+        args["containerd_version"] = "1.7.24"
+    os.makedirs(os.path.dirname(args["drop_in_path"]))
+    own = '[crio.runtime]\nlog_level = "debug"\n' if runtime == "crio" else "version = 2\n"
+    with open(args["drop_in_path"], "w") as handle:
+        handle.write(own)
+    failed, result = run_module(runtime_config.main, args)
+    assert failed and result["option"] == "drop_in_path" and "was not written by this module" in result["msg"]
+    failed, result = run_module(runtime_config.main, dict(args, state="absent"))
+    assert not failed and result["changed"] is False
+    assert any("was not written by this module" in warning for warning in result.get("warnings", []))
+    with open(args["drop_in_path"]) as handle:
+        assert handle.read() == own

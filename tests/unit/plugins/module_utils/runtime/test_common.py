@@ -21,17 +21,22 @@ from ansible_collections.gpuops.nvidia.plugins.module_utils.runtime.common impor
     ('password = ""', 'password = ""'),
     ("https://mirror.example/path@v2", "https://mirror.example/path@v2"),  # an @ after the host is no userinfo
     ("user@example.com", "user@example.com"),
+    ('Authorization = [\n  "Bearer abc123",\n]', 'Authorization = [\n  "********",\n]'),  # over several lines
+    ('password = """x\ny"""', 'password = """********"""'),  # TOML multi-line string
+    ('"X-Auth-Token" = ["t0k"]', '"X-Auth-Token" = ["********"]'),  # a secret word inside the name
+    ('registry_password: "pw"', 'registry_password: "********"'),
 ])
 def test_mask_text(text, masked):
     assert mask_text(text) == masked
 
 
 def test_mask_secrets_in_data():
-    data = {"proxies": {"http-proxy": "http://u:P@p:3128"}, "auth": "x", "headers": {"Authorization": ["Basic y"]},
+    data = {"proxies": {"http-proxy": "http://u:P@p:3128"}, "auth": "x", "headers": {"Authorization": ["Basic y"],
+                                                                                      "X-Auth-Token": ["z"]},
             "mirrors": ["https://t0k@m"], "debug": True, "n": 3}
     assert mask_secrets(data) == {"proxies": {"http-proxy": "http://u:********@p:3128"}, "auth": "********",
-                                  "headers": {"Authorization": ["********"]}, "mirrors": ["https://********@m"],
-                                  "debug": True, "n": 3}
+                                  "headers": {"Authorization": ["********"], "X-Auth-Token": ["********"]},
+                                  "mirrors": ["https://********@m"], "debug": True, "n": 3}
     assert data["auth"] == "x"  # a copy
 
 

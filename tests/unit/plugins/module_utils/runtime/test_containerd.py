@@ -234,3 +234,28 @@ def test_a_merged_drop_in_still_copies_runcs_options(version):
                       "options": {"SystemdCgroup": True, "BinaryName": RUNTIME}}
     # containerd's own runc stays where it is: nothing of it is written into the drop-in
     assert set(data(plan["drop_in"])["plugins"]["io.containerd.cri.v1.runtime"]["containerd"]["runtimes"]) == {"nvidia"}
+
+
+def test_a_runtime_of_another_drop_in_is_not_replaced():
+    kata = ('version = 2\n[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.kata]\n'
+            'runtime_type = "io.containerd.kata.v2"\n')
+    others = containerd.drop_in_runtimes({"/etc/containerd/conf.d/50-kata.toml": kata,
+                                          "/etc/containerd/conf.d/broken.toml": "x = ["})
+    assert others == {"kata": None}
+    with pytest.raises(ConfigError, match=r"^runtime_name: the containerd configuration already defines a runtime 'kata'"):
+        containerd.configure(fixture("containerd-2.1-default.toml"), containerd_version="2.1.9", runtime_name="kata",
+                             other_runtimes=others)
+
+
+@pytest.mark.parametrize("imports, redirected", [
+    (["/etc/containerd/conf.d/*.toml"], ["/s/conf.d/*.toml"]),
+    (["/etc/containerd/conf.d/*"], ["/s/conf.d/*"]),                      # the operator's own pattern
+    (["/etc/containerd/conf.d/99-nvidia.toml"], ["/s/conf.d/99-nvidia.toml"]),
+    (["/etc/containerd/other/*.toml", "/etc/containerd/conf.d/*"], ["/etc/containerd/other/*.toml", "/s/conf.d/*"]),
+])
+def test_validation_reads_the_planned_drop_in_through_every_import_that_reaches_it(imports, redirected):
+    main = "version = 2\nimports = %s\n" % tomlkit.item(imports).as_string()
+    plan = containerd.configure(main, containerd_version="1.7.24", drop_in_path=DROP_IN)
+    laid, config = containerd.validation_files(plan, DROP_IN, {}, "/s")
+    assert data(laid[config])["imports"] == redirected
+    assert "/s/conf.d/99-nvidia.toml" in laid

@@ -69,7 +69,7 @@ def test_drop_in_parses_with_the_right_keys(kwargs, runtime, default):
     (None, None),
 ])
 def test_monitor_env(monitor_env, expected):
-    entry = tomllib.loads(crio.drop_in(monitor_env=monitor_env))["crio"]["runtime"]["runtimes"]["nvidia"]
+    entry = tomllib.loads(crio.drop_in(handler={"monitor_env": monitor_env}))["crio"]["runtime"]["runtimes"]["nvidia"]
     assert entry.get("monitor_env") == expected
 
 
@@ -81,15 +81,23 @@ def test_monitor_env(monitor_env, expected):
     ({"runtime_name": "nvidia gpu"}, "^runtime_name: 'nvidia gpu' is not a valid runtime handler name"),
     ({"runtime_path": " "}, "^runtime_path: must be the path"),
     ({"runtime_type": "runc"}, "^runtime_type: must be one of oci, vm, pod"),
-    ({"monitor_env": "PATH=/bin"}, "^monitor_env: must be"),
-    ({"monitor_env": ["PATH"]}, "NAME=value"),
-    ({"monitor_env": ["1X=y"]}, "NAME=value"),
-    ({"monitor_env": [3]}, "NAME=value"),
+    ({"handler": {"monitor_env": "PATH=/bin"}}, "^handler_options: monitor_env must be a dict or a list"),
+    ({"handler": {"monitor_env": ["PATH"]}}, "NAME=value"),
+    ({"handler": {"monitor_env": ["1X=y"]}}, "NAME=value"),
+    ({"handler": {"monitor_env": [3]}}, "NAME=value"),
+    ({"handler": {"monitor_path": ["/x"]}}, "^handler_options: monitor_path must be an absolute path"),
+    ({"handler": {"monitor_path": "conmon"}}, "^handler_options: monitor_path must be an absolute path"),
+    ({"handler": {"monitor_cgroup": 5}}, "^handler_options: monitor_cgroup must be a string"),
+    ({"handler": {"privileged_without_host_devices": "yes"}}, "must be a boolean"),
+    ({"handler": {"default_annotations": {"a": 1}}}, "must be a table of strings"),
+    ({"handler": {"runtime_path": "/evil"}}, "^handler_options: runtime_path is not a handler option here"),
+    ({"handler": {"runtime_type": "vm"}}, "^handler_options: runtime_type is not a handler option here"),
+    ({"handler": {"inherit_default_runtime": True}}, "^handler_options: CRI-O 1.34 has no runtime handler field"),
 ])
 def test_drop_in_bad_arguments(kwargs, message):
     with pytest.raises(ConfigError, match=message) as err:
         crio.drop_in(**kwargs)
-    assert err.value.option == next(iter(kwargs))
+    assert err.value.option == ("handler_options" if "handler" in kwargs else next(iter(kwargs)))
 
 
 # An existing crio.conf as distributions ship it, with registry credentials in a drop-in style.
@@ -293,6 +301,9 @@ def test_handler_options_override_and_drop_fields():
                                "monitor_cgroup": "pod"}
     with pytest.raises(ConfigError, match=r"^handler_options: CRI-O 1.34 has no runtime handler field monitor_pth"):
         crio.configure([UPSTREAM], handler_options={"monitor_pth": "/usr/bin/conmon"})
+    # a table of environment variables becomes the array CRI-O reads
+    env = crio.configure([UPSTREAM], handler_options={"monitor_env": {"A": "b"}})
+    assert tomllib.loads(env["text"])["crio"]["runtime"]["runtimes"]["nvidia"]["monitor_env"] == ["A=b"]
 
 
 def test_other_runtimes_are_not_taken_over():

@@ -35,16 +35,19 @@ def test_auto_chooses_the_runtime_the_node_uses(installed, active, endpoint, run
 def test_nothing_to_configure_and_ambiguous_nodes_are_problems():
     none = detect.choose("auto", {}, [], None, None)
     assert none["runtime"] is None
-    assert none["problems"] == ["no container runtime is installed (looked for containerd, crio and dockerd)"]
+    assert [(p["code"], p["message"]) for p in none["problems"]] == [
+        ("no_runtime", "no container runtime is installed (looked for containerd, crio and dockerd)")]
     both = detect.choose("auto", {"containerd": C17, "crio": CRIO}, ["containerd", "crio"], None, None)
-    assert both["runtime"] is None and both["problems"] == [
+    assert both["runtime"] is None and [p["message"] for p in both["problems"]] == [
         "containerd and CRI-O both run and no kubelet says which one it uses"]
 
 
 def test_a_runtime_asked_for_must_be_installed():
     choice = detect.choose("crio", {"containerd": C16}, ["containerd"], None, None)
     assert choice["runtime"] == "crio"
-    assert choice["problems"] == ["CRI-O is not installed (no crio binary); installed: containerd"]
+    assert [(p["code"], p["message"], p["fix"]) for p in choice["problems"]] == [
+        ("runtime_not_installed", "CRI-O is not installed (no crio binary); installed: containerd",
+         "install CRI-O first, or name the runtime the node uses")]
     other = detect.choose("containerd", {"containerd": C17, "crio": CRIO}, ["crio"],
                           "unix:///var/run/crio/crio.sock", "/var/lib/kubelet/config.yaml")
     assert other["problems"] == []
@@ -86,3 +89,17 @@ def test_kubelet_endpoint_from_its_files_and_process(tmp_path):
     (proc / "cmdline").write_bytes(b"/usr/bin/kubelet\0--container-runtime-endpoint\0unix:///var/run/cri-dockerd.sock\0")
     assert detect.kubelet_endpoint(str(tmp_path)) == ("unix:///var/run/cri-dockerd.sock",
                                                       "the running kubelet's --container-runtime-endpoint")
+
+
+def test_a_running_kubelet_without_the_flag(tmp_path):
+    """Its --config file names the endpoint (JSON, as EKS writes it), else the kubelet's default."""
+    proc = tmp_path / "proc" / "77"
+    proc.mkdir(parents=True)
+    (proc / "cmdline").write_bytes(b"/usr/bin/kubelet\0--config\0/etc/kubernetes/kubelet/kubelet-config.json\0")
+    assert detect.kubelet_endpoint(str(tmp_path)) == (detect.KUBELET_DEFAULT_ENDPOINT,
+                                                      "the running kubelet's default endpoint (it names none)")
+    (tmp_path / "etc" / "kubernetes" / "kubelet").mkdir(parents=True)
+    (tmp_path / "etc" / "kubernetes" / "kubelet" / "kubelet-config.json").write_text(
+        '{"kind": "KubeletConfiguration",\n "containerRuntimeEndpoint": "unix:///run/containerd/containerd.sock"}\n')
+    assert detect.kubelet_endpoint(str(tmp_path)) == (
+        "unix:///run/containerd/containerd.sock", "/etc/kubernetes/kubelet/kubelet-config.json (the running kubelet's --config)")

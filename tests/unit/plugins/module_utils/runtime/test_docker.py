@@ -298,7 +298,8 @@ def test_custom_runtime_name_and_path():
 
 
 def test_shim_keys_are_dropped_with_a_warning():
-    text = '{"runtimes": {"nvidia": {"runtimeType": "io.containerd.runc.v2", "options": {"BinaryName": "/x"}}}}'
+    text = ('{"runtimes": {"nvidia": {"runtimeType": "io.containerd.runc.v2", '
+            '"options": {"BinaryName": "/usr/local/nvidia/toolkit/nvidia-container-runtime"}}}}')
     result = docker.configure(text)
     assert result["data"]["runtimes"]["nvidia"] == {"path": NV_PATH}
     assert len(result["warnings"]) == 1 and '"runtimeType", "options"' in result["warnings"][0]
@@ -448,7 +449,8 @@ def test_cdi_decision(enable_cdi, version, expected):
 
 
 def test_cdi_on_old_docker_fails_or_is_skipped():
-    with pytest.raises(ConfigError, match=r"Docker 20\.10\.24 does not support CDI .*Docker 25 .*enable_cdi=auto"):
+    with pytest.raises(ConfigError, match=r"^enable_cdi: Docker 20\.10\.24 does not support CDI .*Docker 25.*set "
+                                          r"enable_cdi to auto"):
         docker.cdi_decision("true", (20, 10, 24))
     enabled, warning = docker.cdi_decision("auto", (24, 0, 9))
     assert enabled is False and "Docker 24.0.9 does not support CDI" in warning
