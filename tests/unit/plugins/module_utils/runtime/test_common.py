@@ -31,8 +31,8 @@ def test_mask_text(text, masked):
 
 
 def test_mask_secrets_in_data():
-    data = {"proxies": {"http-proxy": "http://u:P@p:3128"}, "auth": "x", "headers": {"Authorization": ["Basic y"],
-                                                                                      "X-Auth-Token": ["z"]},
+    data = {"proxies": {"http-proxy": "http://u:P@p:3128"}, "auth": "x",
+            "headers": {"Authorization": ["Basic y"], "X-Auth-Token": ["z"]},
             "mirrors": ["https://t0k@m"], "debug": True, "n": 3}
     assert mask_secrets(data) == {"proxies": {"http-proxy": "http://u:********@p:3128"}, "auth": "********",
                                   "headers": {"Authorization": ["********"], "X-Auth-Token": ["********"]},
