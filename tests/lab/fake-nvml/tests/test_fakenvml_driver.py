@@ -482,6 +482,8 @@ def test_deb_carries_the_driver_payload():
         "usr/sbin/gpuops-fake-driver",
         "usr/lib/systemd/system/gpuops-fake-driver.service",
         "usr/lib/systemd/system/gpuops-fake-driver.path",
+        "usr/sbin/gpuops-fake-boot",
+        "usr/lib/systemd/system/gpuops-fake-boot.service",
     }
     control = subprocess.run(["dpkg-deb", "-f", str(DEB)], capture_output=True, text=True, check=True).stdout
     assert "Depends: python3" in control and "Provides: libnvidia-ml.so.1" in control
