@@ -84,7 +84,9 @@ def test_missing_driver_is_reported_and_optionally_fatal(lab, tmp_path):
     extra["gpu_report_require_driver"] = True
     proc, out = lab.playbook("driver-not-loaded", PLAYBOOK, extra_vars=extra, check=False)
     assert proc.returncode != 0
-    assert "the NVIDIA driver is not usable (driver_not_loaded)" in _task(out, "Apply the health policy")["msg"]
+    msg = _task(out, "Apply the health policy")["msg"]
+    assert msg.startswith("localhost is not GPU-ready: [error] node: the NVIDIA driver is installed but its kernel "
+                          "module is not loaded (fix: reboot the node"), msg
 
 
 def test_site_playbook_report_stage(lab, tmp_path):
