@@ -961,3 +961,46 @@ nvmlReturn_t nvmlDeviceGetDeviceHandleFromMigDeviceHandle(nvmlDevice_t migDevice
     *device = &fake_dev_handles[migDevice->gpu];
     API_RETURN(NVML_SUCCESS);
 }
+
+/* Engine counts and sizes of a MIG device (NVML: "This API currently only supports MIG device
+ * handles"): the compute instance's SMs and slices, its GPU instance's slices, shared engines
+ * and memory. The device plugin and GPU Feature Discovery name MIG devices from these. */
+static nvmlReturn_t mig_attributes(nvmlDevice_t device, nvmlDeviceAttributes_t *attributes)
+{
+    fake_gpu_t *g;
+    const fake_gi_profile_t *p;
+    unsigned ci_slices;
+    nvmlReturn_t rc = fake_dev(device, DEV_ALLOW_MIG, &g);
+    if (rc != NVML_SUCCESS)
+        return rc;
+    if (!attributes)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    if (!device->mig)
+        return NVML_ERROR_NOT_SUPPORTED;
+    rc = fake_mig_dev_profile(device, &p, &ci_slices);
+    if (rc != NVML_SUCCESS)
+        return rc;
+    memset(attributes, 0, sizeof(*attributes));
+    attributes->multiprocessorCount = ci_slices == p->slices ? p->sm : ci_slices * sm_per_slice(g);
+    attributes->sharedCopyEngineCount = p->ce;
+    attributes->sharedDecoderCount = p->dec;
+    attributes->sharedEncoderCount = p->enc;
+    attributes->sharedJpegCount = p->jpeg;
+    attributes->sharedOfaCount = p->ofa;
+    attributes->gpuInstanceSliceCount = p->slices;
+    attributes->computeInstanceSliceCount = ci_slices;
+    attributes->memorySizeMB = p->mem_mb;
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetAttributes_v2(nvmlDevice_t device, nvmlDeviceAttributes_t *attributes)
+{
+    API_ENTER();
+    API_RETURN(mig_attributes(device, attributes));
+}
+
+nvmlReturn_t nvmlDeviceGetAttributes(nvmlDevice_t device, nvmlDeviceAttributes_t *attributes)
+{
+    API_ENTER();
+    API_RETURN(mig_attributes(device, attributes));
+}

@@ -83,6 +83,7 @@ typedef struct fake_node {
     char description[256];
     char profile_path[1024];
     char state_path[1024];
+    char root[64]; /* "" or the node's root reached through the driver channel (channel.c) */
     int driver_state;
     char driver_version[NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE];
     char nvml_version[NVML_SYSTEM_NVML_VERSION_BUFFER_SIZE];
@@ -140,6 +141,8 @@ int fake_ci_profile(const fake_gi_profile_t *gi, unsigned index, fake_ci_profile
  * can be read, NVML_ERROR_UNKNOWN on syntax/validation errors (reported on
  * stderr). */
 nvmlReturn_t fake_profile_load(fake_node_t *node);
+/* "" or "/proc/self/fd/N": the lab node's root, from the simulated driver's socket (channel.c) */
+void fake_channel_root(char *out, size_t len);
 
 /* ---- MIG state file (state.c) ---- */
 typedef struct fake_ci_rec {

@@ -82,9 +82,11 @@ static int file_readable(const char *path)
     return 1;
 }
 
+static char include_root[64]; /* the node root of the profile being parsed */
+
 static int resolve_include(const char *from, const char *name, char *out, size_t len)
 {
-    char dir[1024];
+    char dir[1024], installed[1100];
     const char *slash;
     const char *dirs[2];
 
@@ -101,7 +103,8 @@ static int resolve_include(const char *from, const char *name, char *out, size_t
     else
         snprintf(dir, sizeof(dir), ".");
     dirs[0] = dir;
-    dirs[1] = "/etc/gpuops-fake-nvml/profiles";
+    snprintf(installed, sizeof(installed), "%s/etc/gpuops-fake-nvml/profiles", include_root);
+    dirs[1] = installed;
     for (int d = 0; d < 2; d++) {
         snprintf(out, len, "%s/%s.profile", dirs[d], name);
         if (file_readable(out))
@@ -838,11 +841,15 @@ static void apply_boot(fake_node_t *n)
 {
     const char *boot = getenv("GPUOPS_FAKE_NVML_BOOT");
     const char *lib = getenv("GPUOPS_FAKE_NVML_LIBRARY");
-    char v[NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE];
-    if (!boot || !*boot)
-        boot = "/run/gpuops-fake-nvml/boot";
-    if (!lib || !*lib)
-        lib = "/usr/lib/gpuops-fake-cuda-repo/libnvidia-ml1.txt";
+    char v[NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE], boot_path[1024], lib_path[1024];
+    if (!boot || !*boot) {
+        snprintf(boot_path, sizeof(boot_path), "%s/run/gpuops-fake-nvml/boot", n->root);
+        boot = boot_path;
+    }
+    if (!lib || !*lib) {
+        snprintf(lib_path, sizeof(lib_path), "%s/usr/lib/gpuops-fake-cuda-repo/libnvidia-ml1.txt", n->root);
+        lib = lib_path;
+    }
     if (read_prefixed(boot, "driver_version ", v, sizeof(v)))
         copy_str(n->driver_version, sizeof(n->driver_version), v);
     if (n->driver_state == DRV_LOADED && read_prefixed(lib, "upstream-version=", v, sizeof(v)) &&
@@ -876,10 +883,18 @@ nvmlReturn_t fake_profile_load(fake_node_t *n)
 
     memset(n, 0, sizeof(*n));
     memset(&p, 0, sizeof(p));
-    if (env_profile && *env_profile)
+    if (env_profile && *env_profile) {
         copy_str(n->profile_path, sizeof(n->profile_path), env_profile);
-    else
+    } else {
         copy_str(n->profile_path, sizeof(n->profile_path), "/etc/gpuops-fake-nvml/profile");
+        /* in a container: the node's files through the driver channel (channel.c) */
+        if (!file_readable(n->profile_path)) {
+            fake_channel_root(n->root, sizeof(n->root));
+            if (n->root[0])
+                snprintf(n->profile_path, sizeof(n->profile_path), "%s/etc/gpuops-fake-nvml/profile", n->root);
+        }
+    }
+    copy_str(include_root, sizeof(include_root), n->root);
     profile_base(n->profile_path, base, sizeof(base));
     if (env_state && *env_state) {
         copy_str(n->state_path, sizeof(n->state_path), env_state);
@@ -888,7 +903,7 @@ nvmlReturn_t fake_profile_load(fake_node_t *n)
         snprintf(n->state_path, sizeof(n->state_path), "%s/gpuops-fake-nvml/%s.state",
                  tmp && *tmp ? tmp : "/tmp", base);
     } else {
-        copy_str(n->state_path, sizeof(n->state_path), "/var/lib/gpuops-fake-nvml/state");
+        snprintf(n->state_path, sizeof(n->state_path), "%s/var/lib/gpuops-fake-nvml/state", n->root);
     }
 
     if (parse_file(&p, n->profile_path, 0) != 0) {

@@ -484,6 +484,9 @@ def test_deb_carries_the_driver_payload():
         "usr/lib/systemd/system/gpuops-fake-driver.path",
         "usr/sbin/gpuops-fake-boot",
         "usr/lib/systemd/system/gpuops-fake-boot.service",
+        "usr/sbin/gpuops-fake-channel",
+        "usr/lib/systemd/system/gpuops-fake-driver-channel.socket",
+        "usr/lib/systemd/system/gpuops-fake-driver-channel@.service",
     }
     control = subprocess.run(["dpkg-deb", "-f", str(DEB)], capture_output=True, text=True, check=True).stdout
     assert "Depends: python3" in control and "Provides: libnvidia-ml.so.1" in control

@@ -6,6 +6,7 @@ import pynvml
 import pytest
 
 from fakenvml_util import (
+    FAKE_LIB,
     MIG_UUID_RE,
     compute_instances,
     create_gi_at,
@@ -597,3 +598,30 @@ def test_mig_state_survives_reinit(nvml, tmp_path):
     assert n.nvmlDeviceGetUUID(n.nvmlDeviceGetMigDeviceHandleByIndex(h, 0)) == uuid
     text = (tmp_path / "dgx-a100.state").read_text()
     assert "gi GPU-" in text and "ci GPU-" in text
+
+
+def test_mig_device_attributes(gpu, h100):
+    # The device plugin and GPU Feature Discovery read these for every MIG device. H100 80GB
+    # (NVIDIA's MIG user guide, supported profiles): 4g.40gb has 4 copy engines, 4 NVDECs,
+    # 4 NVJPGs, no NVENC or OFA, 40448 MiB; 1g.10gb one of each of CE/NVDEC/NVJPG, 9984 MiB.
+    # A 2-slice compute instance of a 4g instance has 2 x 16 SMs.
+    build_mixed(h100, gpu)
+    got = []
+    for i in range(3):
+        a = h100.nvmlDeviceGetAttributes(h100.nvmlDeviceGetMigDeviceHandleByIndex(gpu, i))
+        got.append((a.multiprocessorCount, a.sharedCopyEngineCount, a.sharedDecoderCount,
+                    a.sharedEncoderCount, a.sharedJpegCount, a.sharedOfaCount,
+                    a.gpuInstanceSliceCount, a.computeInstanceSliceCount, a.memorySizeMB))
+    assert got == [
+        (32, 4, 4, 0, 4, 0, 4, 2, 40448),
+        (32, 4, 4, 0, 4, 0, 4, 2, 40448),
+        (16, 1, 1, 0, 1, 0, 1, 1, 9984),
+    ]
+    # "This API currently only supports MIG device handles"
+    with nvml_raises(P.NVML_ERROR_NOT_SUPPORTED):
+        h100.nvmlDeviceGetAttributes(gpu)
+    # the unversioned symbol (go-nvml falls back to it when _v2 is missing) answers the same
+    v1 = P.c_nvmlDeviceAttributes()
+    mig = h100.nvmlDeviceGetMigDeviceHandleByIndex(gpu, 2)
+    assert FAKE_LIB.nvmlDeviceGetAttributes(mig, ctypes.byref(v1)) == 0
+    assert (v1.multiprocessorCount, v1.memorySizeMB) == (16, 9984)

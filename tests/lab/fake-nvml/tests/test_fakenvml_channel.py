@@ -1,0 +1,125 @@
+"""The simulated driver's channel into containers (src/channel.c): a process that has no profile
+of its own (a container) but reaches the node's socket at nvidia-persistenced's path (which
+NVIDIA's CDI generation mounts into GPU containers) sees the node's GPUs, MIG state and driver
+state, and its MIG changes land in the node's state file.
+
+Each case runs in a private mount namespace (root only: unshare -m), with a tmpfs over /run and
+over /etc/gpuops-fake-nvml, so nothing of this machine is touched or read."""
+
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from fakenvml_util import BUILD_DIR, FAKE_DIR, PROFILE_DIR
+
+CHANNEL = BUILD_DIR / "gpuops-fake-channel"
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root for a private mount namespace")
+
+# the container side: plain pynvml, no GPUOPS_FAKE_NVML_* variables
+CLIENT = textwrap.dedent("""
+    import json, sys, pynvml
+    pynvml.nvmlInit()
+    out = {"driver": pynvml.nvmlSystemGetDriverVersion(), "count": pynvml.nvmlDeviceGetCount()}
+    g = pynvml.nvmlDeviceGetHandleByIndex(0)
+    out["name"] = pynvml.nvmlDeviceGetName(g)
+    out["uuid"] = pynvml.nvmlDeviceGetUUID(g)
+    if sys.argv[1] == "enable-mig":
+        pynvml.nvmlDeviceSetMigMode(g, pynvml.NVML_DEVICE_MIG_ENABLE)
+    out["mig"] = pynvml.nvmlDeviceGetMigMode(g)[0]
+    print(json.dumps(out))
+""")
+
+# the node side: systemd's Accept=yes socket, one gpuops-fake-channel per connection (handing over
+# the test's node root instead of /)
+SERVER = textwrap.dedent("""
+    import os, socket, subprocess, sys
+    root, channel, sock_path, ready = sys.argv[1:5]
+    s = socket.socket(socket.AF_UNIX)
+    s.bind(sock_path)
+    s.listen(8)
+    open(ready, "w").close()
+    while True:
+        conn, _ = s.accept()
+        subprocess.run([channel, root], stdin=conn)
+        conn.close()
+""")
+
+
+def run_in_namespace(tmp_path, node_root, *client_args, serve=True):
+    """Runs CLIENT in a mount namespace where /run is empty except for the node's socket and
+    /etc/gpuops-fake-nvml is empty (the container view); returns its CompletedProcess."""
+    (tmp_path / "client.py").write_text(CLIENT)
+    (tmp_path / "server.py").write_text(SERVER)
+    script = textwrap.dedent(f"""
+        set -e
+        mount --make-rprivate /
+        mount -t tmpfs tmpfs /run
+        mkdir -p /etc/gpuops-fake-nvml
+        mount -t tmpfs tmpfs /etc/gpuops-fake-nvml
+        if [ {int(serve)} = 1 ]; then
+            rm -f {tmp_path}/ready
+            mkdir -p /run/nvidia-persistenced
+            {sys.executable} {tmp_path}/server.py {node_root} {CHANNEL} \\
+                /run/nvidia-persistenced/socket {tmp_path}/ready >/dev/null 2>&1 &
+            for i in $(seq 100); do [ -e {tmp_path}/ready ] && break; sleep 0.05; done
+        fi
+        rc=0
+        {sys.executable} {tmp_path}/client.py {" ".join(client_args)} || rc=$?
+        [ {int(serve)} = 1 ] && kill $!
+        exit $rc
+    """)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GPUOPS_FAKE_NVML")}
+    env["LD_LIBRARY_PATH"] = str(BUILD_DIR)
+    return subprocess.run(["unshare", "-m", "--", "bash", "-c", script], capture_output=True, text=True,
+                          env=env, timeout=60)
+
+
+@pytest.fixture
+def node_root(tmp_path):
+    """A lab node's files, as the fake driver package lays them out."""
+    root = tmp_path / "node"
+    (root / "etc" / "gpuops-fake-nvml" / "profiles").mkdir(parents=True)
+    (root / "var" / "lib" / "gpuops-fake-nvml").mkdir(parents=True)
+    for p in PROFILE_DIR.glob("*.profile"):
+        shutil.copy(p, root / "etc" / "gpuops-fake-nvml" / "profiles")
+    # the node's selected profile includes another one by name (looked up in profiles/)
+    (root / "etc" / "gpuops-fake-nvml" / "profile").write_text("include = hgx-h100\n")
+    return root
+
+
+def test_a_container_sees_the_nodes_gpus_and_its_mig_changes_reach_the_node(tmp_path, node_root):
+    import json
+    res = run_in_namespace(tmp_path, node_root, "enable-mig")
+    assert res.returncode == 0, res.stderr
+    got = json.loads(res.stdout)
+    # hgx-h100: 8 x H100 80GB HBM3, driver 570.172.08 (labfacts / profiles/hgx-h100.profile)
+    assert (got["driver"], got["count"], got["name"]) == ("570.172.08", 8, "NVIDIA H100 80GB HBM3")
+    assert got["mig"] == 1
+    state = (node_root / "var" / "lib" / "gpuops-fake-nvml" / "state").read_text()
+    assert got["uuid"] in state
+    # a second container sees the state the first one left on the node
+    res = run_in_namespace(tmp_path, node_root, "read")
+    assert res.returncode == 0, res.stderr
+    again = json.loads(res.stdout)
+    assert again["mig"] == 1 and again["uuid"] == got["uuid"]
+
+
+def test_the_nodes_boot_state_is_the_containers(tmp_path, node_root):
+    import json
+    # the node booted a newer driver than the profile's (gpuops-fake-boot's record in /run)
+    (node_root / "run" / "gpuops-fake-nvml").mkdir(parents=True)
+    (node_root / "run" / "gpuops-fake-nvml" / "boot").write_text("driver_version 580.95.05\n")
+    res = run_in_namespace(tmp_path, node_root, "read")
+    assert res.returncode == 0, res.stderr
+    assert json.loads(res.stdout)["driver"] == "580.95.05"
+
+
+def test_without_the_channel_a_container_has_no_driver(tmp_path, node_root):
+    res = run_in_namespace(tmp_path, node_root, "read", serve=False)
+    assert res.returncode != 0
+    assert "NVMLError_DriverNotLoaded" in res.stderr
