@@ -128,7 +128,7 @@ lab-tests: fake-nvml apt images go-binaries
 	$(BIN)/pytest -q -p no:cacheprovider tests/lab/fake-nvml/tests tests/lab/apt-repo
 
 molecule: images fake-nvml collection apt-repo
-	tests/lab/run-molecule -j 3
+	tests/lab/run-molecule -j 2
 
 # containerd 1.7 / 2.x and dockerd 20.10 / 26 from other Debian releases, for the runtimes' own
 # configuration checks
