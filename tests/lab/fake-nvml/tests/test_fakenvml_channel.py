@@ -14,7 +14,7 @@ import textwrap
 
 import pytest
 
-from fakenvml_util import BUILD_DIR, FAKE_DIR, PROFILE_DIR
+from fakenvml_util import BUILD_DIR, PROFILE_DIR
 
 CHANNEL = BUILD_DIR / "gpuops-fake-channel"
 
@@ -76,7 +76,7 @@ def run_in_namespace(tmp_path, node_root, *client_args, serve=True):
     env = {k: v for k, v in os.environ.items() if not k.startswith("GPUOPS_FAKE_NVML")}
     env["LD_LIBRARY_PATH"] = str(BUILD_DIR)
     return subprocess.run(["unshare", "-m", "--", "bash", "-c", script], capture_output=True, text=True,
-                          env=env, timeout=60)
+                          env=env, timeout=60, check=False)
 
 
 @pytest.fixture
