@@ -25,7 +25,7 @@ export PY_COLORS := 0
 
 APT_PACKAGES := podman runc conmon netavark aardvark-dns catatonit containernetworking-plugins \
 	fuse-overlayfs slirp4netns uidmap debootstrap gcc make rsync binutils apt-utils gnupg gpgv dpkg-dev \
-	containerd e2fsprogs curl xz-utils debian-archive-keyring
+	containerd e2fsprogs curl xz-utils debian-archive-keyring busybox-static
 
 COLLECTION_SOURCES := galaxy.yml README.md LICENSE $(shell find meta plugins roles playbooks \
 	changelogs -type f -not -path '*/__pycache__/*' 2>/dev/null)
@@ -66,8 +66,9 @@ images: apt
 	tests/lab/images/build all
 
 # Real components built from their Go modules (cached outside the checkout, by version): NVIDIA's
-# container toolkit for the lab's packages, CRI-O for the runtime configuration checks.
-GO_BINARY_SETS := toolkit-1.17.8 toolkit-1.18.0 crio
+# container toolkit for the lab's packages, CRI-O for the runtime configuration checks, and the
+# lab cluster's Kubernetes, etcd, kwok, NVIDIA device plugin / GFD and Node Feature Discovery.
+GO_BINARY_SETS := toolkit-1.17.8 toolkit-1.18.0 crio kubernetes etcd kwok device-plugin nfd
 go-binaries:
 	tests/lab/go-binaries $(GO_BINARY_SETS)
 
@@ -85,11 +86,17 @@ $(COLLECTIONS)/ansible_collections/gpuops/nvidia/MANIFEST.json: $(VENV)/.stamp $
 	@echo "installed gpuops.nvidia $(VERSION) into $(COLLECTIONS)"
 
 ## ---- the lab ------------------------------------------------------------------------------
-lab: deps fake-nvml images apt-repo collection
+# The GPU nodes, the cluster built from Kubernetes' source (the nodes join it before the host
+# stages, as on a real cluster), the site playbook, then the lab's stand-in for the Kubernetes
+# stages (NFD, device plugin, GFD) until the collection's roles deploy them.
+lab: deps fake-nvml images apt-repo collection go-binaries
 	tests/lab/lab up
+	tests/lab/kube up
 	$(BIN)/ansible-playbook -i inventories/lab playbooks/site.yml
+	tests/lab/kube operands
 
 lab-down:
+	tests/lab/kube down
 	tests/lab/lab down
 
 ## ---- tests --------------------------------------------------------------------------------
@@ -126,6 +133,7 @@ lint:
 
 lab-tests: fake-nvml apt images go-binaries
 	$(BIN)/pytest -q -p no:cacheprovider tests/lab/fake-nvml/tests tests/lab/apt-repo
+	$(BIN)/pytest -q -p no:cacheprovider tests/lab/kubelab/tests
 
 molecule: images fake-nvml collection apt-repo
 	tests/lab/run-molecule -j 2

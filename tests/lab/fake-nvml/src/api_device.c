@@ -32,7 +32,7 @@ static nvmlReturn_t get_count(unsigned int *count)
         return NVML_ERROR_UNINITIALIZED;
     if (!count)
         return NVML_ERROR_INVALID_ARGUMENT;
-    *count = fake_node.gpu_count;
+    *count = fake_node.visible_count;
     return NVML_SUCCESS;
 }
 
@@ -60,9 +60,9 @@ static nvmlReturn_t by_index(unsigned int index, nvmlDevice_t *device)
 {
     if (!fake_refcount)
         return NVML_ERROR_UNINITIALIZED;
-    if (!device || index >= fake_node.gpu_count)
+    if (!device || index >= fake_node.visible_count)
         return NVML_ERROR_INVALID_ARGUMENT;
-    return handle_for(index, device);
+    return handle_for(fake_node.visible[index], device);
 }
 
 nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int index, nvmlDevice_t *device)
@@ -84,7 +84,7 @@ nvmlReturn_t nvmlDeviceGetHandleByUUID(const char *uuid, nvmlDevice_t *device)
         API_RETURN(NVML_ERROR_UNINITIALIZED);
     NEED(uuid && device);
     for (unsigned i = 0; i < fake_node.gpu_count; i++)
-        if (!strcmp(fake_node.gpus[i].uuid, uuid))
+        if (!strcmp(fake_node.gpus[i].uuid, uuid) && fake_visible_index(i) >= 0)
             API_RETURN(handle_for(i, device));
     if (!strncmp(uuid, "MIG-", 4)) {
         nvmlReturn_t r = fake_state_open(&fake_state, fake_node.state_path, 0);
@@ -93,7 +93,7 @@ nvmlReturn_t nvmlDeviceGetHandleByUUID(const char *uuid, nvmlDevice_t *device)
         for (unsigned i = 0; i < fake_node.gpu_count; i++) {
             const fake_gpu_t *g = &fake_node.gpus[i];
             const fake_gpu_state_t *s;
-            if (!g->mig || g->lost != LOST_NO)
+            if (!g->mig || g->lost != LOST_NO || fake_visible_index(i) < 0)
                 continue;
             s = fake_state_gpu(&fake_state, g);
             if (!s || s->mig_cur != 1)
@@ -131,7 +131,7 @@ static nvmlReturn_t by_bus_id(const char *busId, nvmlDevice_t *device)
     }
     for (unsigned i = 0; i < fake_node.gpu_count; i++) {
         const fake_gpu_t *g = &fake_node.gpus[i];
-        if (g->domain == dom && g->bus == bus && g->dev == dev && g->func == fn)
+        if (g->domain == dom && g->bus == bus && g->dev == dev && g->func == fn && fake_visible_index(i) >= 0)
             return handle_for(i, device);
     }
     return NVML_ERROR_NOT_FOUND;
@@ -153,7 +153,7 @@ nvmlReturn_t nvmlDeviceGetIndex(nvmlDevice_t device, unsigned int *index)
 {
     DEV_BEGIN(DEV_ALLOW_LOST);
     NEED(index);
-    *index = (unsigned)(g - fake_node.gpus);
+    *index = (unsigned)fake_visible_index((unsigned)(g - fake_node.gpus));
     API_RETURN(NVML_SUCCESS);
 }
 

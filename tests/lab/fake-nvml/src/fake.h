@@ -96,7 +96,14 @@ typedef struct fake_node {
     unsigned switch_device_id;
     int p2p_pcie; /* nvmlGpuP2PStatus_t */
     fake_gpu_t gpus[FAKE_MAX_GPUS];
+    /* the GPUs this process may see, in index order: all of them on the node; in a container
+     * (driver channel) only those whose /dev/nvidiaN the runtime injected (profile.c) */
+    unsigned visible_count;
+    unsigned visible[FAKE_MAX_GPUS];
 } fake_node_t;
+
+/* the NVML index of node GPU I for this process, or -1 when the process cannot see it */
+int fake_visible_index(unsigned i);
 
 /* ---- MIG tables (mig_tables.c) ---- */
 typedef struct fake_gi_profile {

@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define MAX_INCLUDE_DEPTH 8
 #define VAL_MAX 1024
@@ -868,6 +869,23 @@ static void profile_base(const char *path, char *out, size_t len)
     snprintf(out, len, "%.*s", (int)l, b);
 }
 
+/* Which GPUs the process sees. The kernel driver lets a process use a GPU through its device
+ * node /dev/nvidia<minor>; in a container NVIDIA's Container Toolkit injects only the nodes of
+ * the GPUs it was given (NVIDIA_VISIBLE_DEVICES, or a CDI device's deviceNodes), and NVML there
+ * enumerates just those, indexed from 0 in PCI order ("nvidia-smi -L" in a pod given one GPU
+ * lists one GPU 0). On the node itself (no channel) every GPU of the profile is visible. */
+static void set_visible(fake_node_t *n)
+{
+    n->visible_count = 0;
+    for (unsigned i = 0; i < n->gpu_count; i++) {
+        char dev[32];
+        snprintf(dev, sizeof(dev), "/dev/nvidia%u", n->gpus[i].minor);
+        if (n->root[0] && access(dev, F_OK) != 0)
+            continue;
+        n->visible[n->visible_count++] = i;
+    }
+}
+
 nvmlReturn_t fake_profile_load(fake_node_t *n)
 {
     parser_t p;
@@ -958,7 +976,16 @@ nvmlReturn_t fake_profile_load(fake_node_t *n)
         if (a->nvlink_count && a->nvlink_remote == NVL_REMOTE_SWITCH && n->nswitches == 0)
             perr(&p, n->profile_path, 0, "gpu %u: NVLinks to switches but no [node] nvswitch_bus_ids", i);
     }
+    set_visible(n);
     v = p.errors;
     parser_free(&p);
     return v ? NVML_ERROR_UNKNOWN : NVML_SUCCESS;
+}
+
+int fake_visible_index(unsigned i)
+{
+    for (unsigned k = 0; k < fake_node.visible_count; k++)
+        if (fake_node.visible[k] == i)
+            return (int)k;
+    return -1;
 }

@@ -15,6 +15,7 @@ import textwrap
 import pytest
 
 from fakenvml_util import BUILD_DIR, PROFILE_DIR
+from labfacts import H100_UUIDS
 
 CHANNEL = BUILD_DIR / "gpuops-fake-channel"
 
@@ -31,6 +32,16 @@ CLIENT = textwrap.dedent("""
     if sys.argv[1] == "enable-mig":
         pynvml.nvmlDeviceSetMigMode(g, pynvml.NVML_DEVICE_MIG_ENABLE)
     out["mig"] = pynvml.nvmlDeviceGetMigMode(g)[0]
+    handles = [pynvml.nvmlDeviceGetHandleByIndex(i) for i in range(out["count"])]
+    out["uuids"] = [pynvml.nvmlDeviceGetUUID(h) for h in handles]
+    out["indices"] = [pynvml.nvmlDeviceGetIndex(h) for h in handles]
+    out["minors"] = [pynvml.nvmlDeviceGetMinorNumber(h) for h in handles]
+    out["by_uuid"] = {}
+    for u in sys.argv[2:]:
+        try:
+            out["by_uuid"][u] = pynvml.nvmlDeviceGetIndex(pynvml.nvmlDeviceGetHandleByUUID(u))
+        except pynvml.NVMLError as e:
+            out["by_uuid"][u] = str(e)
     print(json.dumps(out))
 """)
 
@@ -50,9 +61,12 @@ SERVER = textwrap.dedent("""
 """)
 
 
-def run_in_namespace(tmp_path, node_root, *client_args, serve=True):
-    """Runs CLIENT in a mount namespace where /run is empty except for the node's socket and
-    /etc/gpuops-fake-nvml is empty (the container view); returns its CompletedProcess."""
+def run_in_namespace(tmp_path, node_root, *client_args, serve=True, minors=range(8)):
+    """Runs CLIENT in a mount namespace where /run is empty except for the node's socket,
+    /etc/gpuops-fake-nvml is empty and /dev holds /dev/nvidia<minor> for MINORS only (the
+    container view: the runtime injects the device nodes of the GPUs a container was given);
+    returns its CompletedProcess."""
+    devs = " ".join(f"/dev/nvidia{m}" for m in minors)
     (tmp_path / "client.py").write_text(CLIENT)
     (tmp_path / "server.py").write_text(SERVER)
     script = textwrap.dedent(f"""
@@ -61,6 +75,11 @@ def run_in_namespace(tmp_path, node_root, *client_args, serve=True):
         mount -t tmpfs tmpfs /run
         mkdir -p /etc/gpuops-fake-nvml
         mount -t tmpfs tmpfs /etc/gpuops-fake-nvml
+        mkdir -p {tmp_path}/hostdev
+        mount --rbind /dev {tmp_path}/hostdev
+        mount -t tmpfs tmpfs /dev
+        for d in null zero random urandom; do touch /dev/$d; mount --bind {tmp_path}/hostdev/$d /dev/$d; done
+        for d in /dev/nvidiactl {devs}; do touch $d; done
         if [ {int(serve)} = 1 ]; then
             rm -f {tmp_path}/ready
             mkdir -p /run/nvidia-persistenced
@@ -107,6 +126,28 @@ def test_a_container_sees_the_nodes_gpus_and_its_mig_changes_reach_the_node(tmp_
     assert res.returncode == 0, res.stderr
     again = json.loads(res.stdout)
     assert again["mig"] == 1 and again["uuid"] == got["uuid"]
+
+
+def test_a_container_sees_only_the_gpus_whose_device_nodes_it_was_given(tmp_path, node_root):
+    import json
+    # the runtime injected /dev/nvidia3 and /dev/nvidia5 (hgx-h100: minor number = node index)
+    res = run_in_namespace(tmp_path, node_root, "read", H100_UUIDS[5], H100_UUIDS[0], minors=(3, 5))
+    assert res.returncode == 0, res.stderr
+    got = json.loads(res.stdout)
+    # NVML numbers the visible GPUs from 0, in PCI order, as nvidia-smi in such a pod does
+    assert got["count"] == 2
+    assert got["uuids"] == [H100_UUIDS[3], H100_UUIDS[5]]
+    assert got["indices"] == [0, 1] and got["minors"] == [3, 5]
+    # a GPU the container was not given is not found by its UUID either
+    assert got["by_uuid"] == {H100_UUIDS[5]: 1, H100_UUIDS[0]: "Not Found"}
+
+
+def test_a_container_given_no_gpu_sees_none(tmp_path, node_root):
+    import json
+    res = run_in_namespace(tmp_path, node_root, "count-only", minors=())
+    assert res.returncode != 0
+    # nvmlDeviceGetHandleByIndex(0) with no device: the count was 0
+    assert "InvalidArgument" in res.stderr
 
 
 def test_the_nodes_boot_state_is_the_containers(tmp_path, node_root):

@@ -1,0 +1,1 @@
+"""The gpuops lab's Kubernetes cluster (see tests/lab/kube)."""

@@ -1,0 +1,250 @@
+"""Container images for the lab cluster, built from local files, without a registry or a
+container engine: each image is one layer written here as a Docker image archive (the format
+of `docker save`), which `ctr -n k8s.io images import` loads into a node's containerd.
+
+The images around NVIDIA's and Kubernetes' components carry the upstream names and tags, so
+that manifests written for real clusters deploy them unchanged; what is inside is the real
+binary built from its Go module (tests/lab/go-binaries) plus the shared libraries it links,
+with the environment and entrypoint of the upstream image (each recipe says where that is
+from). The lab's own images are named localhost/gpuops-lab/...
+"""
+
+import hashlib
+import io
+import json
+import os
+import subprocess
+import tarfile
+
+# a fixed timestamp: the same inputs give the same archive (and image ID)
+EPOCH = 1700000000
+
+
+def _parents(path):
+    parts = path.strip("/").split("/")[:-1]
+    return ["/".join(parts[:i + 1]) for i in range(len(parts))]
+
+
+def shared_libraries(binary):
+    """The files the dynamic loader maps for BINARY (ldd), as absolute host paths; [] for a
+    static binary."""
+    res = subprocess.run(["ldd", binary], capture_output=True, text=True, check=False)
+    if res.returncode != 0 or "not a dynamic executable" in res.stdout + res.stderr:
+        return []
+    libs = []
+    for line in res.stdout.splitlines():
+        line = line.strip()
+        if "=>" in line:
+            target = line.split("=>", 1)[1].split("(")[0].strip()
+            if target and target != "not":
+                libs.append(target)
+            elif "not found" in line:
+                raise RuntimeError(f"{binary}: {line}")
+        elif line.startswith("/"):
+            libs.append(line.split("(")[0].strip())  # the loader itself
+    return libs
+
+
+class Image:
+    """One image: files (host path -> image path), symlinks, directories, config."""
+
+    def __init__(self, tags, entrypoint=None, cmd=None, env=None, labels=None, workdir="/"):
+        self.tags = list(tags)
+        self.entrypoint = entrypoint
+        self.cmd = cmd
+        self.env = dict(env or {})
+        self.labels = dict(labels or {})
+        self.workdir = workdir
+        self.files = {}  # image path -> (host path or bytes, mode)
+        self.links = {}  # image path -> target
+        self.dirs = {"tmp": 0o1777, "etc": 0o755}
+
+    def add(self, host_path, image_path=None, mode=None):
+        image_path = (image_path or host_path).lstrip("/")
+        real = os.path.realpath(host_path)
+        self.files[image_path] = (real, mode if mode is not None else os.stat(real).st_mode & 0o7777)
+        return self
+
+    def add_text(self, image_path, text, mode=0o644):
+        self.files[image_path.lstrip("/")] = (text.encode(), mode)
+        return self
+
+    def link(self, image_path, target):
+        self.links[image_path.lstrip("/")] = target
+        return self
+
+    def add_binary(self, host_path, image_path):
+        """A program and every shared library it links, at the libraries' host paths."""
+        self.add(host_path, image_path, 0o755)
+        for lib in shared_libraries(host_path):
+            self.add(lib, lib)
+        return self
+
+    def _layer(self):
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w", format=tarfile.GNU_FORMAT) as tar:
+            entries = set(self.dirs)
+            for p in list(self.files) + list(self.links):
+                entries.update(_parents(p))
+            for d in sorted(entries):
+                info = tarfile.TarInfo(d)
+                info.type, info.mode, info.mtime = tarfile.DIRTYPE, self.dirs.get(d, 0o755), EPOCH
+                tar.addfile(info)
+            for p in sorted(self.links):
+                info = tarfile.TarInfo(p)
+                info.type, info.linkname, info.mtime, info.mode = tarfile.SYMTYPE, self.links[p], EPOCH, 0o777
+                tar.addfile(info)
+            for p in sorted(self.files):
+                src, mode = self.files[p]
+                data = src if isinstance(src, bytes) else open(src, "rb").read()
+                info = tarfile.TarInfo(p)
+                info.size, info.mode, info.mtime = len(data), mode, EPOCH
+                tar.addfile(info, io.BytesIO(data))
+        return buf.getvalue()
+
+    def write(self, path):
+        """Writes the image as a Docker image archive at PATH; returns its image ID."""
+        layer = self._layer()
+        diff_id = "sha256:" + hashlib.sha256(layer).hexdigest()
+        config = {
+            "architecture": "amd64",
+            "os": "linux",
+            "created": "2023-11-14T22:13:20Z",
+            "config": {
+                "Env": ["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"]
+                + [f"{k}={v}" for k, v in sorted(self.env.items())],
+                "Entrypoint": self.entrypoint,
+                "Cmd": self.cmd,
+                "WorkingDir": self.workdir,
+                "Labels": self.labels or None,
+            },
+            "rootfs": {"type": "layers", "diff_ids": [diff_id]},
+            "history": [{"created": "2023-11-14T22:13:20Z", "created_by": "gpuops lab (tests/lab/kubelab/images.py)"}],
+        }
+        config_bytes = json.dumps(config, sort_keys=True).encode()
+        image_id = hashlib.sha256(config_bytes).hexdigest()
+        manifest = [{"Config": f"{image_id}.json", "RepoTags": self.tags, "Layers": [f"{diff_id[7:]}/layer.tar"]}]
+        tmp = path + ".tmp"
+        with tarfile.open(tmp, "w") as tar:
+            for name, data in ((f"{diff_id[7:]}/layer.tar", layer), (f"{image_id}.json", config_bytes),
+                               ("manifest.json", json.dumps(manifest).encode())):
+                info = tarfile.TarInfo(name)
+                info.size, info.mode, info.mtime = len(data), 0o644, EPOCH
+                tar.addfile(info, io.BytesIO(data))
+        os.replace(tmp, path)
+        return image_id
+
+
+def base_files(image):
+    """What every lab image has besides its program: root's passwd/group entries."""
+    image.add_text("etc/passwd", "root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/false\n")
+    image.add_text("etc/group", "root:x:0:\nnogroup:x:65534:\n")
+    return image
+
+
+# ---- the lab's images ------------------------------------------------------------------------
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+BUSYBOX = "/bin/busybox"
+TOOLBOX_APPLETS = ["sh", "ls", "cat", "echo", "sleep", "env", "grep", "head", "tail", "wc", "true", "false",
+                   "test", "[", "mkdir", "rm", "cp", "mv", "ln", "ps", "id", "uname", "date", "tr", "cut",
+                   "sort", "uniq", "stat", "find", "xargs", "printf", "wget", "nc", "hostname", "timeout"]
+# glibc, for the NVIDIA programs the toolkit injects into a container (nvidia-smi is dynamic)
+GLIBC = ["/lib64/ld-linux-x86-64.so.2", "/lib/x86_64-linux-gnu/libc.so.6", "/lib/x86_64-linux-gnu/libm.so.6",
+         "/lib/x86_64-linux-gnu/libpthread.so.0", "/lib/x86_64-linux-gnu/libdl.so.2",
+         "/lib/x86_64-linux-gnu/librt.so.1"]
+
+
+def _pause_binary(out_dir):
+    src = os.path.join(HERE, "pause.c")
+    out = os.path.join(out_dir, "pause")
+    if not os.path.exists(out) or os.path.getmtime(out) < os.path.getmtime(src):
+        subprocess.run(["gcc", "-static", "-Os", "-Wall", "-Wextra", "-Werror", "-o", out + ".tmp", src], check=True)
+        os.replace(out + ".tmp", out)
+    return out
+
+
+def nfd_module_dir():
+    res = subprocess.run(["go", "mod", "download", "-json", "sigs.k8s.io/node-feature-discovery@v0.19.0"],
+                         capture_output=True, text=True, check=True)
+    return json.loads(res.stdout)["Dir"]
+
+
+def lab_images(out_dir, bins):
+    """name -> Image. BINS: the directories of tests/lab/go-binaries' sets."""
+    pause = base_files(Image(
+        # the sandbox images containerd 1.6 (Debian 12), 1.7 (Debian 13) and 2.x use by default
+        ["registry.k8s.io/pause:3.6", "registry.k8s.io/pause:3.8", "registry.k8s.io/pause:3.10"],
+        entrypoint=["/pause"]))
+    pause.add(_pause_binary(out_dir), "/pause", 0o755)
+
+    # NVIDIA/k8s-device-plugin v0.19.3, deployments/container/Dockerfile: the three ENV lines,
+    # the binaries in /usr/bin, ENTRYPOINT ["nvidia-device-plugin"]; GFD is the same image
+    dp = base_files(Image(
+        ["nvcr.io/nvidia/k8s-device-plugin:v0.19.3"], entrypoint=["nvidia-device-plugin"],
+        env={"NVIDIA_DISABLE_REQUIRE": "true", "NVIDIA_VISIBLE_DEVICES": "all",
+             "NVIDIA_DRIVER_CAPABILITIES": "compute,utility"},
+        labels={"name": "NVIDIA Device Plugin", "vendor": "NVIDIA", "version": "v0.19.3",
+                "org.gpuops.lab": "built by the gpuops lab from the module's sources"}))
+    for b in ("nvidia-device-plugin", "gpu-feature-discovery", "config-manager"):
+        dp.add_binary(os.path.join(bins["device-plugin"], b), f"/usr/bin/{b}")
+
+    # kubernetes-sigs/node-feature-discovery v0.19.0, Dockerfile: the binaries in /usr/bin, the
+    # example worker configuration, GRPC_GO_LOG_SEVERITY_LEVEL; built with hostpath prefix /host-
+    nfd = base_files(Image(
+        ["registry.k8s.io/nfd/node-feature-discovery:v0.19.0",
+         "registry.k8s.io/nfd/node-feature-discovery:v0.19.0-minimal"],
+        env={"GRPC_GO_LOG_SEVERITY_LEVEL": "INFO"},
+        labels={"org.gpuops.lab": "built by the gpuops lab from the module's sources"}))
+    for b in ("nfd-master", "nfd-worker", "nfd-gc"):
+        nfd.add_binary(os.path.join(bins["nfd"], b), f"/usr/bin/{b}")
+    nfd.add(os.path.join(nfd_module_dir(), "deployment/components/worker-config/nfd-worker.conf.example"),
+            "/etc/kubernetes/node-feature-discovery/nfd-worker.conf", 0o644)
+
+    # the lab's test pods: busybox, and glibc for what the NVIDIA runtime injects
+    toolbox = base_files(Image(["localhost/gpuops-lab/toolbox:1"], cmd=["sh"]))
+    toolbox.add(BUSYBOX, "/bin/busybox", 0o755)
+    for applet in TOOLBOX_APPLETS:
+        toolbox.link(f"/bin/{applet}", "busybox")
+    for lib in GLIBC:
+        toolbox.add(lib, lib)
+    return {"pause": pause, "k8s-device-plugin": dp, "node-feature-discovery": nfd, "toolbox": toolbox}
+
+
+def _recipe_stamp(image):
+    h = hashlib.sha256()
+    h.update(json.dumps([image.tags, image.entrypoint, image.cmd, image.env, image.labels, image.workdir,
+                         sorted(image.links.items()), sorted(image.dirs.items())]).encode())
+    for p in sorted(image.files):
+        src, mode = image.files[p]
+        h.update(p.encode() + b"\0" + str(mode).encode())
+        if isinstance(src, bytes):
+            h.update(src)
+        else:
+            st = os.stat(src)
+            h.update(f"{src}:{st.st_size}:{st.st_mtime_ns}".encode())
+    return h.hexdigest()
+
+
+def build_lab_images(out_dir, bins):
+    """Writes every lab image's archive into OUT_DIR (again only when its inputs changed);
+    returns {archive path: tags}."""
+    os.makedirs(out_dir, exist_ok=True)
+    out = {}
+    for name, image in lab_images(out_dir, bins).items():
+        path = os.path.join(out_dir, name + ".tar")
+        stamp = _recipe_stamp(image)
+        stamp_path = path + ".stamp"
+        if not (os.path.exists(path) and os.path.exists(stamp_path) and open(stamp_path).read() == stamp):
+            image.write(path)
+            with open(stamp_path, "w") as f:
+                f.write(stamp)
+        out[path] = image.tags
+    return out
+
+
+def archive_image_id(path):
+    """The image ID (config digest) of a Docker image archive."""
+    with tarfile.open(path) as tar:
+        manifest = json.load(tar.extractfile("manifest.json"))
+    return manifest[0]["Config"].split(".")[0]
