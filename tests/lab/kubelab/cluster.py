@@ -21,6 +21,7 @@ import os
 import secrets
 import subprocess
 import time
+import urllib.request
 
 from . import images as imagelib
 from . import manifests
@@ -76,6 +77,9 @@ def kubeconfig(server, user, token=None, cert=None, key=None, ca_path=None, ca_d
     }, indent=2) + "\n"
 
 
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
 def unit(description, exec_start, after="network-online.target", extra=""):
     return (f"# gpuops lab cluster (tests/lab/kubelab)\n[Unit]\nDescription={description}\n"
             f"After={after}\nWants=network-online.target\n\n[Service]\nExecStart={exec_start}\n"
@@ -103,12 +107,13 @@ class Cluster:
         if with_nodes:
             self.check_nodes()
         log(f"building or reusing Kubernetes {VERSION}, etcd, kwok and NVIDIA's components (tests/lab/go-binaries)")
-        self.bins = go_dirs("kubernetes", "etcd", "kwok", "device-plugin", "nfd")
+        self.bins = go_dirs("kubernetes", "etcd", "kwok", "device-plugin", "nfd", "dcgm-exporter")
         self.image_paths = imagelib.build_lab_images(os.path.join(BUILD, "images"), self.bins)
         self.certificates()
         self.control_plane()
         self.write_kubeconfig()
         self.wait_api()
+        self.wait_prometheus()
         rbac = {"apiVersion": "v1", "kind": "List", "items": manifests.PROMETHEUS_RBAC}
         kubectl("apply", "-f", "-", input=json.dumps(rbac))
         if with_nodes:
@@ -196,12 +201,23 @@ class Cluster:
             "[Unit]\nDescription=gpuops lab: routes to the nodes' pod subnets\nAfter=network-online.target\n\n"
             "[Service]\nType=oneshot\nRemainAfterExit=yes\nExecStart=/usr/local/sbin/gpuops-lab-routes\n\n"
             "[Install]\nWantedBy=multi-user.target\n")
-        if put(CP, "/etc/prometheus/prometheus.yml", manifests.prometheus_config(API_PORT)):
+        if put(CP, "/etc/prometheus/prometheus.yml", manifests.prometheus_config()):
             changed.add("prometheus")
+        with open(os.path.join(HERE, "prom_targets.py"), "rb") as f:
+            if put(CP, "/usr/local/lib/gpuops-lab/prom_targets.py", f.read(), 0o644):
+                changed.add("gpuops-lab-prom-targets")
+        sh(CP, f"mkdir -p {os.path.dirname(manifests.PROMETHEUS_TARGETS)} && "
+               f"{{ test -s {manifests.PROMETHEUS_TARGETS} || echo '[]' > {manifests.PROMETHEUS_TARGETS}; }}")
+        if put(CP, "/etc/systemd/system/gpuops-lab-prom-targets.service",
+               unit("gpuops lab: Prometheus targets of the DCGM exporters (EndpointSlices)",
+                    f"/usr/bin/python3 /usr/local/lib/gpuops-lab/prom_targets.py https://127.0.0.1:{API_PORT} "
+                    f"{manifests.PROMETHEUS_TARGETS}", after="kube-apiserver.service")):
+            changed.add("gpuops-lab-prom-targets")
         if put(CP, "/etc/default/prometheus", 'ARGS="--web.listen-address=0.0.0.0:9090 '
                '--storage.tsdb.retention.time=2h"\n'):
             changed.add("prometheus")
-        order = ["etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok"]
+        order = ["etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok",
+                 "gpuops-lab-prom-targets"]
         sh(CP, "systemctl daemon-reload && systemctl enable -q --now gpuops-lab-routes.service "
                + " ".join(order) + " prometheus && systemctl restart gpuops-lab-routes.service")
         restart = [u for u in order + ["prometheus"] if u in changed]
@@ -281,6 +297,22 @@ class Cluster:
             time.sleep(1)
         journal = sh(CP, "journalctl -u kube-apiserver -u etcd --no-pager -n 40", check=False).stdout
         raise LabError(f"the API server did not become ready in {timeout}s: {last}\n{journal}")
+
+    def wait_prometheus(self, timeout=60):
+        """Prometheus answers /-/ready on 127.0.0.1:9090 (it refuses a configuration it cannot
+        load, and systemd then gives up on it)."""
+        deadline = time.time() + timeout
+        last = ""
+        while time.time() < deadline:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{PROMETHEUS_PORT}/-/ready", timeout=5) as r:
+                    if r.status == 200:
+                        return
+            except OSError as e:
+                last = str(e)
+            time.sleep(1)
+        journal = sh(CP, "journalctl -u prometheus --no-pager -n 20", check=False).stdout
+        raise LabError(f"Prometheus did not become ready in {timeout}s: {last}\n{journal}")
 
     # ---- nodes -------------------------------------------------------------------------
     def join(self, node):
@@ -430,7 +462,8 @@ class Cluster:
         cp = state(CP) or "absent"
         lines.append(f"{CP:34} {cp}")
         if cp == "running":
-            for u in ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "prometheus"):
+            for u in ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok",
+                      "gpuops-lab-prom-targets", "prometheus"):
                 lines.append(f"  {u:32} {sh(CP, f'systemctl is-active {u}', check=False).stdout.strip()}")
         for node in NODES:
             st = state(node) or "absent"

@@ -201,6 +201,19 @@ def lab_images(out_dir, bins):
     nfd.add(os.path.join(nfd_module_dir(), "deployment/components/worker-config/nfd-worker.conf.example"),
             "/etc/kubernetes/node-feature-discovery/nfd-worker.conf", 0o644)
 
+    # The lab's stand-in for NVIDIA's DCGM exporter (tests/lab/go/dcgm-exporter; DCGM is not
+    # obtainable) under the image names the GPU Operator v26.7.0 and v25.10.1 deploy, with the
+    # default counters at the path of the real image
+    dcgm = base_files(Image(
+        ["nvcr.io/nvidia/k8s/dcgm-exporter:4.6.0-4.8.3-distroless",
+         "nvcr.io/nvidia/k8s/dcgm-exporter:4.4.2-4.7.0-distroless"],
+        entrypoint=["/usr/bin/dcgm-exporter"],
+        env={"NVIDIA_VISIBLE_DEVICES": "all", "NVIDIA_DISABLE_REQUIRE": "true",
+             "NVIDIA_DRIVER_CAPABILITIES": "compute,utility,compat32"},
+        labels={"org.gpuops.lab": "the gpuops lab's stand-in for the DCGM exporter, not NVIDIA's program"}))
+    dcgm.add_binary(os.path.join(bins["dcgm-exporter"], "dcgm-exporter"), "/usr/bin/dcgm-exporter")
+    dcgm.add(os.path.join(HERE, "dcgm-default-counters.csv"), "/etc/dcgm-exporter/default-counters.csv", 0o644)
+
     # the lab's test pods: busybox, and glibc for what the NVIDIA runtime injects
     toolbox = base_files(Image(["localhost/gpuops-lab/toolbox:1"], cmd=["sh"]))
     toolbox.add(BUSYBOX, "/bin/busybox", 0o755)
@@ -208,7 +221,8 @@ def lab_images(out_dir, bins):
         toolbox.link(f"/bin/{applet}", "busybox")
     for lib in GLIBC:
         toolbox.add(lib, lib)
-    return {"pause": pause, "k8s-device-plugin": dp, "node-feature-discovery": nfd, "toolbox": toolbox}
+    return {"pause": pause, "k8s-device-plugin": dp, "node-feature-discovery": nfd, "dcgm-exporter": dcgm,
+            "toolbox": toolbox}
 
 
 def _recipe_stamp(image):

@@ -2,9 +2,11 @@
 components' documented configuration formats)."""
 
 import glob
+import hashlib
 import json
 import os
 import subprocess
+import uuid
 
 from .podman import LAB, LabError, run
 
@@ -62,35 +64,19 @@ def cni_config(subnet):
     }, indent=2) + "\n"
 
 
-def prometheus_config(api_port):
+PROMETHEUS_TARGETS = "/etc/prometheus/targets/dcgm-exporter.json"
+
+
+def prometheus_config():
     """Prometheus (Debian's package) in the control-plane container: itself, and every endpoint of
-    a DCGM exporter Service, found through the Kubernetes API (EndpointSlices) with its own client
-    certificate. The Services are recognised by the labels NVIDIA's Helm chart
-    (app.kubernetes.io/name: dcgm-exporter) and the GPU Operator (app: nvidia-dcgm-exporter) give
-    them."""
-    pki = "/etc/kubernetes/pki"
+    a DCGM exporter Service, from the target file prom_targets.py keeps from the API's
+    EndpointSlices (Debian's build has no Kubernetes service discovery; see there)."""
     return json.dumps({
         "global": {"scrape_interval": "10s", "evaluation_interval": "10s"},
         "scrape_configs": [
             {"job_name": "prometheus", "static_configs": [{"targets": ["localhost:9090"]}]},
-            {"job_name": "dcgm-exporter",
-             "kubernetes_sd_configs": [{
-                 "role": "endpointslice", "api_server": f"https://127.0.0.1:{api_port}",
-                 "tls_config": {"ca_file": f"{pki}/ca.crt", "cert_file": f"{pki}/prometheus.crt",
-                                "key_file": f"{pki}/prometheus.key"}}],
-             "relabel_configs": [
-                 {"source_labels": ["__meta_kubernetes_service_label_app_kubernetes_io_name",
-                                    "__meta_kubernetes_service_label_app"],
-                  "separator": ";", "regex": "dcgm-exporter;.*|.*;nvidia-dcgm-exporter", "action": "keep"},
-                 {"source_labels": ["__meta_kubernetes_endpointslice_port_name"],
-                  "regex": "metrics|gpu-metrics", "action": "keep"},
-                 {"source_labels": ["__meta_kubernetes_endpointslice_endpoint_topology_kubernetes_io_hostname"],
-                  "target_label": "kubernetes_node"},
-                 {"source_labels": ["__meta_kubernetes_pod_node_name"], "target_label": "kubernetes_node",
-                  "regex": "(.+)"},
-                 {"source_labels": ["__meta_kubernetes_namespace"], "target_label": "namespace"},
-                 {"source_labels": ["__meta_kubernetes_pod_name"], "target_label": "pod"},
-             ]},
+            {"job_name": "dcgm-exporter", "honor_labels": False,
+             "file_sd_configs": [{"files": [PROMETHEUS_TARGETS], "refresh_interval": "30s"}]},
         ],
     }, indent=2) + "\n"
 
@@ -184,6 +170,7 @@ def synthetic_nodes(count, profile, prefix="gpuops-synthetic"):
     nodes = []
     for i in range(count):
         name = f"{prefix}-{profile}-{i}"
+        machine_id = hashlib.md5(name.encode()).hexdigest()  # stable per name; not a secret
         resources = {"cpu": "64", "memory": "1Ti", "pods": "110", "nvidia.com/gpu": str(f["count"])}
         nodes.append({
             "apiVersion": "v1", "kind": "Node",
@@ -191,7 +178,11 @@ def synthetic_nodes(count, profile, prefix="gpuops-synthetic"):
                          "labels": dict(labels, **{"kubernetes.io/hostname": name})},
             "spec": {"taints": [{"key": "kwok.x-k8s.io/node", "value": "fake", "effect": "NoSchedule"}]},
             "status": {"capacity": resources, "allocatable": resources,
+                       # every field NodeSystemInfo requires; kwok reports itself as the kubelet
                        "nodeInfo": {"architecture": "amd64", "operatingSystem": "linux",
-                                    "kubeletVersion": "fake", "kernelVersion": "fake"}},
+                                    "kubeletVersion": "kwok-v0.8.0", "kubeProxyVersion": "",
+                                    "kernelVersion": "kwok", "osImage": "kwok synthetic node",
+                                    "containerRuntimeVersion": "kwok", "machineID": machine_id,
+                                    "systemUUID": str(uuid.UUID(machine_id)), "bootID": ""}},
         })
     return nodes

@@ -18,11 +18,13 @@ def deploy(timeout=300):
     kubectl("apply", "-f", os.path.join(HERE, "operands.yaml"))
     deadline = time.time() + timeout
     for kind, name in (("deployment", "nfd-master"), ("daemonset", "nfd-worker"),
-                       ("daemonset", "nvidia-device-plugin"), ("daemonset", "gpu-feature-discovery")):
+                       ("daemonset", "nvidia-device-plugin"), ("daemonset", "gpu-feature-discovery"),
+                       ("daemonset", "dcgm-exporter")):
         left = max(10, int(deadline - time.time()))
         res = kubectl("-n", "gpuops-lab", "rollout", "status", f"{kind}/{name}", f"--timeout={left}s",
                       check=False, timeout=left + 30)
         if res.returncode != 0:
             pods = kubectl("-n", "gpuops-lab", "get", "pods", "-o", "wide", check=False).stdout
             raise LabError(f"{kind}/{name} did not roll out: {res.stderr.strip()}\n{pods}")
-    log("operands ready: NFD, NVIDIA device plugin, GPU Feature Discovery (namespace gpuops-lab)")
+    log("operands ready: NFD, NVIDIA device plugin, GPU Feature Discovery, the DCGM exporter stand-in "
+        "(namespace gpuops-lab)")

@@ -429,6 +429,68 @@ UINT_GETTER(nvmlDeviceGetMaxPcieLinkWidth, maxLinkWidth, pcie_width_max)
 
 /* ---- utilization, ECC, row remapping ---- */
 
+/* Encoder / decoder utilisation (percent) over the driver's sampling window; like the GPU's
+ * utilisation rates, not available per physical GPU while MIG mode is on. */
+static nvmlReturn_t codec_util(nvmlDevice_t device, int decoder, unsigned int *utilization,
+                               unsigned int *samplingPeriodUs)
+{
+    fake_gpu_t *g;
+    nvmlReturn_t rc = fake_dev(device, 0, &g);
+    if (rc != NVML_SUCCESS)
+        return rc;
+    if (!utilization || !samplingPeriodUs)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    if (g->mig) {
+        const fake_gpu_state_t *s;
+        int mig_on;
+        rc = fake_state_open(&fake_state, fake_node.state_path, 0);
+        if (rc != NVML_SUCCESS)
+            return rc;
+        s = fake_state_gpu(&fake_state, g);
+        mig_on = s && s->mig_cur == 1;
+        fake_state_close(&fake_state);
+        if (mig_on)
+            return NVML_ERROR_NOT_SUPPORTED;
+    }
+    *utilization = decoder ? g->util_dec : g->util_enc;
+    *samplingPeriodUs = 1000000; /* a one-second window */
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetEncoderUtilization(nvmlDevice_t device, unsigned int *utilization,
+                                             unsigned int *samplingPeriodUs)
+{
+    API_ENTER();
+    API_RETURN(codec_util(device, 0, utilization, samplingPeriodUs));
+}
+
+nvmlReturn_t nvmlDeviceGetDecoderUtilization(nvmlDevice_t device, unsigned int *utilization,
+                                             unsigned int *samplingPeriodUs)
+{
+    API_ENTER();
+    API_RETURN(codec_util(device, 1, utilization, samplingPeriodUs));
+}
+
+/* Millijoules since the driver was last loaded (NVML: Volta and later). */
+nvmlReturn_t nvmlDeviceGetTotalEnergyConsumption(nvmlDevice_t device, unsigned long long *energy)
+{
+    DEV_BEGIN(0);
+    NEED(energy);
+    if (g->arch < NVML_DEVICE_ARCH_VOLTA)
+        API_RETURN(NVML_ERROR_NOT_SUPPORTED);
+    *energy = g->energy_mj;
+    API_RETURN(NVML_SUCCESS);
+}
+
+/* PCIe replays: link-level retransmissions, a sign of a marginal link. */
+nvmlReturn_t nvmlDeviceGetPcieReplayCounter(nvmlDevice_t device, unsigned int *value)
+{
+    DEV_BEGIN(0);
+    NEED(value);
+    *value = g->pcie_replays;
+    API_RETURN(NVML_SUCCESS);
+}
+
 nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t device, nvmlUtilization_t *utilization)
 {
     DEV_BEGIN(0);

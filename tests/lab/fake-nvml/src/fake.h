@@ -58,7 +58,9 @@ typedef struct fake_gpu {
     unsigned clock[NVML_CLOCK_COUNT], max_clock[NVML_CLOCK_COUNT];
     unsigned pcie_gen_cur, pcie_gen_max, pcie_gen_gpu_max;
     unsigned pcie_width_cur, pcie_width_max;
-    unsigned util_gpu, util_mem;
+    unsigned util_gpu, util_mem, util_enc, util_dec;
+    unsigned long long energy_mj; /* since the driver was loaded */
+    unsigned pcie_replays;
     int ecc_supported, ecc_cur, ecc_pending;
     unsigned long long ecc[NVML_MEMORY_ERROR_TYPE_COUNT][NVML_ECC_COUNTER_TYPE_COUNT];
     int remap_supported;

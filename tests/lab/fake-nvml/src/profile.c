@@ -576,7 +576,8 @@ static const char *const gpu_keys[] = {
     "temperature_gpu", "clock_graphics", "clock_sm", "clock_mem", "clock_video",
     "max_clock_graphics", "max_clock_sm", "max_clock_mem", "max_clock_video",
     "pcie_gen_current", "pcie_gen_max", "pcie_gen_gpu_max", "pcie_width_current",
-    "pcie_width_max", "utilization_gpu", "utilization_memory", "ecc_mode", "ecc_mode_pending",
+    "pcie_width_max", "utilization_gpu", "utilization_memory", "utilization_encoder",
+    "utilization_decoder", "energy_consumption_mj", "pcie_replay_counter", "ecc_mode", "ecc_mode_pending",
     "ecc_volatile_corrected", "ecc_volatile_uncorrected", "ecc_aggregate_corrected",
     "ecc_aggregate_uncorrected", "remapped_rows", "remapped_rows_correctable",
     "remapped_rows_uncorrectable", "remapped_rows_pending", "remapped_rows_failure",
@@ -722,6 +723,11 @@ static int load_gpu(parser_t *p, fake_node_t *n, const char *seed, int i)
     get_u(&c, "pcie_width_current", &g->pcie_width_cur, g->pcie_width_max);
     get_u(&c, "utilization_gpu", &g->util_gpu, 0);
     get_u(&c, "utilization_memory", &g->util_mem, 0);
+    get_u(&c, "utilization_encoder", &g->util_enc, 0);
+    get_u(&c, "utilization_decoder", &g->util_dec, 0);
+    get_u(&c, "pcie_replay_counter", &g->pcie_replays, 0);
+    /* default: an hour at the profile's power draw since the driver was loaded (mW x s = mJ) */
+    get_ull(&c, "energy_consumption_mj", &g->energy_mj, (unsigned long long)g->power_usage * 3600ULL);
 
     get_word(&c, "ecc_mode", ecc_words, &v, 1);
     g->ecc_supported = v >= 0;
