@@ -137,6 +137,17 @@ def profile_facts(profile):
     return json.loads(res.stdout)
 
 
+def gpu_family(major, minor):
+    """The family GFD names from a compute capability (7.5 is Turing, 8.9 Ada Lovelace), as it
+    labelled the lab's real nodes (hopper, ada-lovelace)."""
+    if (major, minor) == (7, 5):
+        return "turing"
+    if (major, minor) == (8, 9):
+        return "ada-lovelace"
+    return {3: "kepler", 5: "maxwell", 6: "pascal", 7: "volta", 8: "ampere", 9: "hopper",
+            10: "blackwell", 12: "blackwell"}.get(major, "undefined")
+
+
 def synthetic_nodes(count, profile, prefix="gpuops-synthetic"):
     """COUNT Node objects that kwok manages (annotation kwok.x-k8s.io/node=fake), each a GPU node
     of PROFILE: its GPUs in capacity and allocatable, the labels GPU Feature Discovery and Node
@@ -155,7 +166,7 @@ def synthetic_nodes(count, profile, prefix="gpuops-synthetic"):
         "nvidia.com/gpu.product": product,
         "nvidia.com/gpu.count": str(f["count"]),
         "nvidia.com/gpu.memory": str(f["memory_mib"]),
-        "nvidia.com/gpu.family": "",
+        "nvidia.com/gpu.family": gpu_family(*f["cc"]),
         "nvidia.com/gpu.compute.major": str(f["cc"][0]),
         "nvidia.com/gpu.compute.minor": str(f["cc"][1]),
         "nvidia.com/cuda.driver-version.full": f["driver"],

@@ -143,6 +143,7 @@ def test_synthetic_gpu_nodes_from_a_profile(kube):
             # hgx-h200: 8 x H200 (profiles/hgx-h200.profile), as GFD and NFD would label it
             assert n["status"]["allocatable"]["nvidia.com/gpu"] == "8"
             assert labels["nvidia.com/gpu.product"] == "NVIDIA-H200"
+            assert labels["nvidia.com/gpu.family"] == "hopper"
             assert labels["feature.node.kubernetes.io/pci-10de.present"] == "true"
         # kwok runs a pod bound to a synthetic node (it tolerates kwok's taint)
         spec = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "on-synthetic", "namespace": "default"},
