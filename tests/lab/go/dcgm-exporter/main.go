@@ -108,12 +108,12 @@ var sources = map[string]source{
 		return st.lastXid, true // the last XID seen, 0 before any
 	},
 	// frame buffer figures in MiB, as DCGM reports them
-	"DCGM_FI_DEV_FB_FREE": memory(func(m nvml.Memory_v2) uint64 { return m.Free }),
-	"DCGM_FI_DEV_FB_USED": memory(func(m nvml.Memory_v2) uint64 { return m.Used }),
-	"DCGM_FI_DEV_FB_RESERVED": memory(func(m nvml.Memory_v2) uint64 { return m.Reserved }),
-	"DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS": remap(func(c, _ int, _, _ bool) float64 { return float64(c) }),
+	"DCGM_FI_DEV_FB_FREE":                     memory(func(m nvml.Memory_v2) uint64 { return m.Free }),
+	"DCGM_FI_DEV_FB_USED":                     memory(func(m nvml.Memory_v2) uint64 { return m.Used }),
+	"DCGM_FI_DEV_FB_RESERVED":                 memory(func(m nvml.Memory_v2) uint64 { return m.Reserved }),
+	"DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS":   remap(func(c, _ int, _, _ bool) float64 { return float64(c) }),
 	"DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS": remap(func(_, u int, _, _ bool) float64 { return float64(u) }),
-	"DCGM_FI_DEV_ROW_REMAP_FAILURE": remap(func(_, _ int, _, f bool) float64 { return b2f(f) }),
+	"DCGM_FI_DEV_ROW_REMAP_FAILURE":           remap(func(_, _ int, _, f bool) float64 { return b2f(f) }),
 }
 
 // the fields a MIG device has values of its own for (the rest are the parent GPU's)
@@ -180,6 +180,7 @@ type exporter struct {
 	body       string
 	lastErr    error
 	collected  time.Time
+	reported   map[string]bool // problems already logged, so each is logged once while it lasts
 }
 
 type device struct {
@@ -194,7 +195,18 @@ func esc(s string) string {
 	return strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`).Replace(s)
 }
 
+// note logs a problem the first time a collection meets it.
+func (e *exporter) note(seen map[string]bool, format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	seen[msg] = true
+	if !e.reported[msg] {
+		log.Print(msg)
+	}
+}
+
 func (e *exporter) devices() ([]device, error) {
+	seen := map[string]bool{}
+	defer func() { e.reported = seen }()
 	n, r := nvml.DeviceGetCount()
 	if !ok(r) {
 		return nil, fmt.Errorf("nvmlDeviceGetCount: %v", nvml.ErrorString(r))
@@ -203,12 +215,12 @@ func (e *exporter) devices() ([]device, error) {
 	for i := 0; i < n; i++ {
 		d, r := nvml.DeviceGetHandleByIndex(i)
 		if !ok(r) {
-			log.Printf("GPU %d: %v (left out)", i, nvml.ErrorString(r))
+			e.note(seen, "GPU %d: %v (left out)", i, nvml.ErrorString(r))
 			continue
 		}
 		uuid, r := d.GetUUID()
 		if !ok(r) {
-			log.Printf("GPU %d: UUID: %v (left out)", i, nvml.ErrorString(r))
+			e.note(seen, "GPU %d: UUID: %v (left out)", i, nvml.ErrorString(r))
 			continue
 		}
 		name, _ := d.GetName()
@@ -412,7 +424,8 @@ func main() {
 		host, _ = os.Hostname()
 	}
 	driver, _ := nvml.SystemGetDriverVersion()
-	e := &exporter{fields: fields, hostname: host, kubernetes: *k8s, driver: driver, status: map[string]*gpuStatus{}}
+	e := &exporter{fields: fields, hostname: host, kubernetes: *k8s, driver: driver, status: map[string]*gpuStatus{},
+		reported: map[string]bool{}}
 	n, _ := nvml.DeviceGetCount()
 	for i := 0; i < n; i++ {
 		if d, r := nvml.DeviceGetHandleByIndex(i); ok(r) {
