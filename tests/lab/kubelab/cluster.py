@@ -18,6 +18,7 @@ Nothing here is known to the collection: roles and modules see an ordinary clust
 import base64
 import json
 import os
+import re
 import secrets
 import subprocess
 import time
@@ -386,19 +387,20 @@ class Cluster:
         host stages edit that file, which keeps the key as it keeps every other."""
         if sh(node, "echo -1 > /proc/self/oom_score_adj", check=False).returncode == 0:
             return
-        table = '[plugins."io.containerd.grpc.v1.cri"]'
-        changed = sh(node, f"""f=/etc/containerd/config.toml
-            grep -q '^ *restrict_oom_score_adj *= *true' $f && exit 0
-            if grep -qF '{table}' $f; then
-              sed -i '/^ *\\[plugins\\."io\\.containerd\\.grpc\\.v1\\.cri"\\] *$/a\\    restrict_oom_score_adj = true' $f
-            else
-              printf '\\n{table}\\n  restrict_oom_score_adj = true\\n' >> $f
-            fi
-            containerd config dump | grep -q 'restrict_oom_score_adj = true' || {{ echo "containerd did not take restrict_oom_score_adj from $f" >&2; exit 1; }}
-            echo changed""", check=True).stdout.strip()
-        if changed:
-            sh(node, "systemctl restart containerd")
-            log(f"{node}: no CAP_SYS_RESOURCE here; containerd restricts OOM scores to its own")
+        path = "/etc/containerd/config.toml"
+        text = sh(node, f"cat {path}").stdout
+        if re.search(r"^\s*restrict_oom_score_adj\s*=\s*true", text, re.M):
+            return
+        table = re.search(r'^[ \t]*\[plugins\."io\.containerd\.grpc\.v1\.cri"\][ \t]*$', text, re.M)
+        if table:
+            text = text[:table.end()] + "\n    restrict_oom_score_adj = true" + text[table.end():]
+        else:
+            text += '\n[plugins."io.containerd.grpc.v1.cri"]\n  restrict_oom_score_adj = true\n'
+        put(node, path, text)
+        if "restrict_oom_score_adj = true" not in sh(node, "containerd config dump").stdout:
+            raise LabError(f"{node}: containerd did not take restrict_oom_score_adj from {path}")
+        sh(node, "systemctl restart containerd")
+        log(f"{node}: no CAP_SYS_RESOURCE here; containerd restricts OOM scores to its own")
 
     def import_images(self, node):
         """Imports every lab image into NODE's containerd (namespace k8s.io, where the kubelet's

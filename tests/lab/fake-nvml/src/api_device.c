@@ -429,6 +429,24 @@ UINT_GETTER(nvmlDeviceGetMaxPcieLinkWidth, maxLinkWidth, pcie_width_max)
 
 /* ---- utilization, ECC, row remapping ---- */
 
+/* Load figures (utilisation rates, encoder / decoder use) are not available per physical GPU
+ * while MIG mode is on: NOT_SUPPORTED then, SUCCESS otherwise (or the state file's error). */
+static nvmlReturn_t no_per_gpu_load_in_mig_mode(const fake_gpu_t *g)
+{
+    const fake_gpu_state_t *s;
+    int mig_on;
+    nvmlReturn_t r;
+    if (!g->mig)
+        return NVML_SUCCESS;
+    r = fake_state_open(&fake_state, fake_node.state_path, 0);
+    if (r != NVML_SUCCESS)
+        return r;
+    s = fake_state_gpu(&fake_state, g);
+    mig_on = s && s->mig_cur == 1;
+    fake_state_close(&fake_state);
+    return mig_on ? NVML_ERROR_NOT_SUPPORTED : NVML_SUCCESS;
+}
+
 /* Encoder / decoder utilisation (percent) over the driver's sampling window; like the GPU's
  * utilisation rates, not available per physical GPU while MIG mode is on. */
 static nvmlReturn_t codec_util(nvmlDevice_t device, int decoder, unsigned int *utilization,
@@ -440,18 +458,9 @@ static nvmlReturn_t codec_util(nvmlDevice_t device, int decoder, unsigned int *u
         return rc;
     if (!utilization || !samplingPeriodUs)
         return NVML_ERROR_INVALID_ARGUMENT;
-    if (g->mig) {
-        const fake_gpu_state_t *s;
-        int mig_on;
-        rc = fake_state_open(&fake_state, fake_node.state_path, 0);
-        if (rc != NVML_SUCCESS)
-            return rc;
-        s = fake_state_gpu(&fake_state, g);
-        mig_on = s && s->mig_cur == 1;
-        fake_state_close(&fake_state);
-        if (mig_on)
-            return NVML_ERROR_NOT_SUPPORTED;
-    }
+    rc = no_per_gpu_load_in_mig_mode(g);
+    if (rc != NVML_SUCCESS)
+        return rc;
     *utilization = decoder ? g->util_dec : g->util_enc;
     *samplingPeriodUs = 1000000; /* a one-second window */
     return NVML_SUCCESS;
@@ -495,19 +504,9 @@ nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t device, nvmlUtilization_
 {
     DEV_BEGIN(0);
     NEED(utilization);
-    if (g->mig) {
-        /* not available per physical GPU while MIG mode is on */
-        nvmlReturn_t r = fake_state_open(&fake_state, fake_node.state_path, 0);
-        const fake_gpu_state_t *s;
-        int mig_on;
-        if (r != NVML_SUCCESS)
-            API_RETURN(r);
-        s = fake_state_gpu(&fake_state, g);
-        mig_on = s && s->mig_cur == 1;
-        fake_state_close(&fake_state);
-        if (mig_on)
-            API_RETURN(NVML_ERROR_NOT_SUPPORTED);
-    }
+    rc = no_per_gpu_load_in_mig_mode(g);
+    if (rc != NVML_SUCCESS)
+        API_RETURN(rc);
     utilization->gpu = g->util_gpu;
     utilization->memory = g->util_mem;
     API_RETURN(NVML_SUCCESS);

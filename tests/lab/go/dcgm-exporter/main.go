@@ -35,6 +35,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
@@ -55,7 +56,7 @@ type source func(d nvml.Device, st *gpuStatus) (float64, bool)
 
 // gpuStatus is what the event loop knows about one GPU.
 type gpuStatus struct {
-	lastXid float64
+	lastXid atomic.Uint64 // written by the event loop, read by collections
 }
 
 func ok(r nvml.Return) bool { return r == nvml.SUCCESS }
@@ -105,7 +106,7 @@ var sources = map[string]source{
 		if st == nil {
 			return 0, false
 		}
-		return st.lastXid, true // the last XID seen, 0 before any
+		return float64(st.lastXid.Load()), true // the last XID seen, 0 before any
 	},
 	// frame buffer figures in MiB, as DCGM reports them
 	"DCGM_FI_DEV_FB_FREE":                     memory(func(m nvml.Memory_v2) uint64 { return m.Free }),
@@ -375,11 +376,9 @@ func (e *exporter) watchXids() {
 			continue
 		}
 		if uuid, r := ev.Device.GetUUID(); ok(r) {
-			e.mu.Lock()
-			if st := e.status[uuid]; st != nil {
-				st.lastXid = float64(ev.EventData)
+			if st := e.status[uuid]; st != nil { // the map is fixed at start
+				st.lastXid.Store(ev.EventData)
 			}
-			e.mu.Unlock()
 			log.Printf("XID %d on %s", ev.EventData, uuid)
 		}
 	}
