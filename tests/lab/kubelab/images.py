@@ -18,6 +18,7 @@ import tarfile
 
 # a fixed timestamp: the same inputs give the same archive (and image ID)
 EPOCH = 1700000000
+DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 
 def _parents(path):
@@ -111,8 +112,9 @@ class Image:
             "os": "linux",
             "created": "2023-11-14T22:13:20Z",
             "config": {
-                "Env": ["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"]
-                + [f"{k}={v}" for k, v in sorted(self.env.items())],
+                # PATH first: the default unless the recipe sets its own
+                "Env": ["PATH=" + self.env.get("PATH", DEFAULT_PATH)]
+                + [f"{k}={v}" for k, v in sorted(self.env.items()) if k != "PATH"],
                 "Entrypoint": self.entrypoint,
                 "Cmd": self.cmd,
                 "WorkingDir": self.workdir,
@@ -155,6 +157,51 @@ GLIBC = ["/lib64/ld-linux-x86-64.so.2", "/lib/x86_64-linux-gnu/libc.so.6", "/lib
          "/lib/x86_64-linux-gnu/librt.so.1"]
 
 
+def toolbox_files(image):
+    """busybox with the toolbox's applets in /bin, and glibc for what the NVIDIA runtime injects."""
+    image.add(BUSYBOX, "/bin/busybox", 0o755)
+    for applet in TOOLBOX_APPLETS:
+        image.link(f"/bin/{applet}", "busybox")
+    for lib in GLIBC:
+        image.add(lib, lib)
+    return image
+
+
+def _require_cuda(cuda, brands, drivers):
+    """NVIDIA_REQUIRE_CUDA as NVIDIA's CUDA images write it: the CUDA version, or one of the
+    listed driver branches (which the image's cuda-compat package serves) for each brand."""
+    return " ".join([f"cuda>={cuda}"] + [f"brand={b},driver>={d},driver<{d + 1}" for d in drivers for b in brands])
+
+
+def cuda_base_env(version, cudart, require):
+    """The environment of nvidia/cuda:VERSION-base-ubuntu22.04 (amd64), from its Dockerfile in
+    gitlab.com/nvidia/container-images/cuda, dist/VERSION/ubuntu2204/base/Dockerfile: the
+    NVIDIA_* variables the NVIDIA runtime reads (NVIDIA_VISIBLE_DEVICES, NVIDIA_DRIVER_CAPABILITIES;
+    NVIDIA_REQUIRE_CUDA, which the toolkit checks only in its legacy hook and CSV mode, not for CDI)
+    and the rest as the image sets them."""
+    major_minor = ".".join(version.split(".")[:2])
+    return {
+        "NVARCH": "x86_64",
+        "NVIDIA_REQUIRE_CUDA": require,
+        "NV_CUDA_CUDART_VERSION": cudart,
+        "NV_CUDA_COMPAT_PACKAGE": "cuda-compat-" + major_minor.replace(".", "-"),
+        "CUDA_VERSION": version,
+        "PATH": "/usr/local/nvidia/bin:/usr/local/cuda/bin:" + DEFAULT_PATH,
+        "LD_LIBRARY_PATH": "/usr/local/nvidia/lib:/usr/local/nvidia/lib64",
+        "NVIDIA_VISIBLE_DEVICES": "all",
+        "NVIDIA_DRIVER_CAPABILITIES": "compute,utility",
+    }
+
+
+# the driver branches and brands each CUDA release's images list (dist/12.4.1 and dist/12.5.0)
+CUDA_12_4_1_ENV = cuda_base_env("12.4.1", "12.4.127-1", _require_cuda(
+    "12.4", ["tesla", "unknown", "nvidia", "nvidiartx", "geforce", "geforcertx", "quadro", "quadrortx", "titan",
+             "titanrtx"], [470, 525, 535]))
+CUDA_12_5_0_ENV = cuda_base_env("12.5.0", "12.5.39-1", _require_cuda(
+    "12.5", ["unknown", "grid", "tesla", "nvidia", "quadro", "quadrortx", "nvidiartx", "vapps", "vpc", "vcs", "vws",
+             "cloudgaming"], [470, 535, 550]))
+
+
 def _pause_binary(out_dir):
     src = os.path.join(HERE, "pause.c")
     out = os.path.join(out_dir, "pause")
@@ -168,6 +215,32 @@ def nfd_module_dir():
     res = subprocess.run(["go", "mod", "download", "-json", "sigs.k8s.io/node-feature-discovery@v0.19.0"],
                          capture_output=True, text=True, check=True)
     return json.loads(res.stdout)["Dir"]
+
+
+def cuda_base_image():
+    """The lab's stand-in for NVIDIA's CUDA base image (Ubuntu 22.04 and the CUDA runtime package):
+    the toolbox's contents with the real image's environment, so that the NVIDIA runtime treats it
+    as it treats the real one; a pod names its command (nvidia-smi, which the runtime injects)."""
+    return toolbox_files(base_files(Image(
+        ["nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04"], cmd=["sh"], env=CUDA_12_4_1_ENV,
+        labels={"org.gpuops.lab": "the gpuops lab's stand-in for NVIDIA's CUDA base image: busybox and glibc, "
+                                  "no Ubuntu, no CUDA runtime"})))
+
+
+def cuda_vectoradd_image(bins):
+    """The lab's stand-in for NVIDIA's CUDA sample vectorAdd (tests/lab/go/cuda-vectoradd: no CUDA
+    here; it needs the GPU device node the runtime injects and adds the vectors on the CPU).
+    NVIDIA/k8s-samples, deployments/container/Dockerfile.ubuntu (commit 6a58730, the ubuntu22.04
+    images): FROM nvidia/cuda:12.5.0-base-ubuntu22.04, the sample in /cuda-samples/vectorAdd,
+    /cuda-samples/sample linked to it, ENTRYPOINT ["/cuda-samples/sample"]."""
+    image = toolbox_files(base_files(Image(
+        ["nvcr.io/nvidia/k8s/cuda-sample:vectoradd-cuda12.5.0-ubuntu22.04"], entrypoint=["/cuda-samples/sample"],
+        env=CUDA_12_5_0_ENV,
+        labels={"org.gpuops.lab": "the gpuops lab's stand-in for NVIDIA's CUDA sample vectorAdd, not NVIDIA's "
+                                  "program: no CUDA (tests/lab/go/cuda-vectoradd)"})))
+    image.add_binary(os.path.join(bins["cuda-vectoradd"], "vectorAdd"), "/cuda-samples/vectorAdd")
+    image.link("/cuda-samples/sample", "/cuda-samples/vectorAdd")
+    return image
 
 
 def lab_images(out_dir, bins):
@@ -215,14 +288,10 @@ def lab_images(out_dir, bins):
     dcgm.add(os.path.join(HERE, "dcgm-default-counters.csv"), "/etc/dcgm-exporter/default-counters.csv", 0o644)
 
     # the lab's test pods: busybox, and glibc for what the NVIDIA runtime injects
-    toolbox = base_files(Image(["localhost/gpuops-lab/toolbox:1"], cmd=["sh"]))
-    toolbox.add(BUSYBOX, "/bin/busybox", 0o755)
-    for applet in TOOLBOX_APPLETS:
-        toolbox.link(f"/bin/{applet}", "busybox")
-    for lib in GLIBC:
-        toolbox.add(lib, lib)
+    toolbox = toolbox_files(base_files(Image(["localhost/gpuops-lab/toolbox:1"], cmd=["sh"])))
+
     return {"pause": pause, "k8s-device-plugin": dp, "node-feature-discovery": nfd, "dcgm-exporter": dcgm,
-            "toolbox": toolbox}
+            "toolbox": toolbox, "cuda-base": cuda_base_image(), "cuda-sample-vectoradd": cuda_vectoradd_image(bins)}
 
 
 def _recipe_stamp(image):

@@ -1,0 +1,93 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpuops.nvidia contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Filters the Kubernetes roles build and check their objects with. Each is a thin wrapper over
+a pure function in module_utils (k8s_objects, node_labels, device_plugin_config, dcgm_fields), so
+the logic is tested there and the roles stay a readable sequence.
+
+- ``image_ref(image, registry)``: IMAGE with its registry replaced by an air-gapped mirror.
+- ``k8s_render_name(obj)``: the file name render mode writes OBJ to.
+- ``rollout_problems(pods, workload, events, nodes)``: why a workload is not ready, per node.
+- ``pods_not_ready(pods)``: the pods that are not Running and Ready, with the reason.
+- ``k8s_selector(labels)``: matchLabels as the ``key=value`` list kubernetes.core takes.
+- ``node_desired_labels(info, operands, device_plugin_config, topology)``, ``node_unhealthy_codes
+  (info, severities, codes)``, ``node_label_plan(node, desired, unhealthy, taint, state)``,
+  ``node_label_changes(plan)``: the
+  node labels and taint of a GPU node from its gpu_info facts, as a JSON patch.
+- ``device_plugin_config_errors(configs, default, cdi)``, ``device_plugin_config_render(config,
+  cdi)``, ``device_plugin_expected_resources(config, gpus)``, ``device_plugin_node_config(label,
+  configs, default)``: NVIDIA device plugin configuration files.
+- ``dcgm_metrics(extra)``, ``dcgm_metrics_errors(rows)``, ``dcgm_metrics_csv(rows)``,
+  ``dcgm_metric_names(rows)``: the DCGM exporter's counters file.
+"""
+
+from __future__ import annotations
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.gpuops.nvidia.plugins.module_utils import dcgm_fields
+from ansible_collections.gpuops.nvidia.plugins.module_utils import device_plugin_config
+from ansible_collections.gpuops.nvidia.plugins.module_utils import k8s_objects
+from ansible_collections.gpuops.nvidia.plugins.module_utils import node_labels
+
+__metaclass__ = type
+
+
+def _wrap(func, name):
+    def run(*args, **kwargs):
+        try:
+            return func(*args, **kwargs)
+        except (ValueError, TypeError, KeyError) as exc:
+            raise AnsibleFilterError(f"{name}: {exc}") from exc
+    run.__name__ = name
+    return run
+
+
+def image_ref(image, registry=None):
+    return k8s_objects.image_ref(image, registry or None)
+
+
+def rollout_problems(pods, workload, events=None, nodes=None):
+    return k8s_objects.rollout_problems(workload, pods or [], events or [], nodes or [])
+
+
+def node_desired_labels(info, operands=None, device_plugin_config=None, topology=True, gpu_present=None):
+    return node_labels.desired_labels(info, operands=tuple(operands or node_labels.OPERANDS),
+                                      device_plugin_config=device_plugin_config or None, topology=topology,
+                                      gpu_present=gpu_present)
+
+
+def node_unhealthy_codes(info, severities=("error",), codes=("pcie_link_degraded",)):
+    return node_labels.unhealthy_codes(info, severities=tuple(severities), codes=tuple(codes))
+
+
+def node_label_plan(node, desired, unhealthy=None, taint=None, state="present"):
+    return node_labels.plan(node, desired, unhealthy=list(unhealthy or []), taint=taint or None, state=state)
+
+
+def dcgm_metrics(extra=None):
+    return dcgm_fields.merge(list(dcgm_fields.DEFAULT_COUNTERS), dcgm_fields.parse_rows(extra or []))
+
+
+class FilterModule:
+    def filters(self):
+        table = {
+            "image_ref": image_ref,
+            "k8s_render_name": k8s_objects.render_name,
+            "rollout_problems": rollout_problems,
+            "pods_not_ready": k8s_objects.pods_not_ready,
+            "k8s_selector": k8s_objects.selector,
+            "node_desired_labels": node_desired_labels,
+            "node_unhealthy_codes": node_unhealthy_codes,
+            "node_label_plan": node_label_plan,
+            "node_label_changes": node_labels.changes,
+            "device_plugin_config_errors": device_plugin_config.errors,
+            "device_plugin_config_render": device_plugin_config.render,
+            "device_plugin_expected_resources": device_plugin_config.expected_resources,
+            "device_plugin_node_config": device_plugin_config.node_config_name,
+            "dcgm_metrics": dcgm_metrics,
+            "dcgm_metrics_errors": dcgm_fields.errors,
+            "dcgm_metrics_csv": dcgm_fields.to_csv,
+            "dcgm_metric_names": dcgm_fields.metric_names,
+        }
+        return {name: _wrap(func, name) for name, func in table.items()}

@@ -1,0 +1,3 @@
+module gpuops.lab/cuda-vectoradd
+
+go 1.26.0
