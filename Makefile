@@ -94,7 +94,7 @@ lab: deps fake-nvml images apt-repo collection go-binaries
 	tests/lab/lab up
 	tests/lab/kube up
 	$(BIN)/ansible-playbook -i inventories/lab playbooks/site.yml
-	tests/lab/kube operands
+
 
 lab-down:
 	tests/lab/kube down

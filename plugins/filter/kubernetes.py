@@ -17,6 +17,10 @@ the logic is tested there and the roles stay a readable sequence.
 - ``device_plugin_config_errors(configs, default, cdi)``, ``device_plugin_config_render(config,
   cdi)``, ``device_plugin_expected_resources(config, gpus)``, ``device_plugin_node_config(label,
   configs, default)``: NVIDIA device plugin configuration files.
+- ``validate_host``, ``validate_labels``, ``validate_allocatable``, ``validate_smi``, ``validate_sample``,
+  ``validate_metrics``, ``validate_prometheus_target``, ``validate_prometheus_query``,
+  ``validate_pod_of``, ``validate_operands``, ``validate_verdict``: the go-live checks of role
+  validate (module_utils/node_checks.py), each returning the problems it found.
 - ``dcgm_metrics(extra)``, ``dcgm_metrics_errors(rows)``, ``dcgm_metrics_csv(rows)``,
   ``dcgm_metric_names(rows)``: the DCGM exporter's counters file.
 """
@@ -28,6 +32,7 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.gpuops.nvidia.plugins.module_utils import dcgm_fields
 from ansible_collections.gpuops.nvidia.plugins.module_utils import device_plugin_config
 from ansible_collections.gpuops.nvidia.plugins.module_utils import k8s_objects
+from ansible_collections.gpuops.nvidia.plugins.module_utils import node_checks
 from ansible_collections.gpuops.nvidia.plugins.module_utils import node_labels
 
 __metaclass__ = type
@@ -85,6 +90,18 @@ class FilterModule:
             "device_plugin_config_render": device_plugin_config.render,
             "device_plugin_expected_resources": device_plugin_config.expected_resources,
             "device_plugin_node_config": device_plugin_config.node_config_name,
+            "validate_host": node_checks.host_problems,
+            "validate_operands": node_checks.operand_problems,
+            "validate_labels": node_checks.label_problems,
+            "validate_allocatable": node_checks.allocatable_problems,
+            "validate_smi": node_checks.smi_problems,
+            "validate_sample": node_checks.sample_problems,
+            "validate_metrics": node_checks.metrics_problems,
+            "validate_prometheus_target": node_checks.prometheus_target_problems,
+            "validate_prometheus_query": node_checks.prometheus_query_problems,
+            "validate_pod_of": node_checks.pod_of,
+            "validate_verdict": node_checks.verdict,
+            "validate_line": node_checks.line,
             "dcgm_metrics": dcgm_metrics,
             "dcgm_metrics_errors": dcgm_fields.errors,
             "dcgm_metrics_csv": dcgm_fields.to_csv,

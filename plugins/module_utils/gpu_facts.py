@@ -8,6 +8,7 @@ from __future__ import annotations
 
 __metaclass__ = type
 
+from ansible_collections.gpuops.nvidia.plugins.module_utils import pci
 from ansible_collections.gpuops.nvidia.plugins.module_utils import findings as fnd
 from ansible_collections.gpuops.nvidia.plugins.module_utils import health, kernel, nvml
 
@@ -66,4 +67,6 @@ def gather(host_root: str = "/", xid_wait_ms: int = 0, kernel_log: bool = True) 
         "healthy": summary["healthy"],
         "health_counts": summary["counts"],
         "kernel_log": log_status,
+        # what the PCI bus shows, with or without a driver (lspci's view)
+        "pci": pci.nvidia_devices(host_root),
     }

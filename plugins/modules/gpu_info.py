@@ -181,6 +181,14 @@ health_counts:
   returned: always
   type: dict
   sample: {error: 0, warning: 1, info: 0}
+pci:
+  description:
+    - The NVIDIA devices on the PCI bus (from sysfs, like C(lspci -d 10de:)), whether or not a
+      driver is loaded; C(gpus) and C(nvswitches), each with C(bus_id), C(device_id), C(name),
+      and the kernel C(driver) bound to it.
+  returned: always
+  type: dict
+  sample: {gpus: [{bus_id: "0000:18:00.0", device_id: "0x2330", name: "GH100 [H100 SXM5 80GB]", driver: nvidia}], nvswitches: []}
 kernel_log:
   description: Whether the kernel log was read for XIDs, and why not.
   returned: always
