@@ -95,7 +95,6 @@ lab: deps fake-nvml images apt-repo collection go-binaries
 	tests/lab/kube up
 	$(BIN)/ansible-playbook -i inventories/lab playbooks/site.yml
 
-
 lab-down:
 	tests/lab/kube down
 	tests/lab/lab down

@@ -10,6 +10,7 @@ the logic is tested there and the roles stay a readable sequence.
 - ``rollout_problems(pods, workload, events, nodes)``: why a workload is not ready, per node.
 - ``pods_not_ready(pods)``: the pods that are not Running and Ready, with the reason.
 - ``k8s_selector(labels)``: matchLabels as the ``key=value`` list kubernetes.core takes.
+- ``nfd_cleanup_patch(node)``: the patch removing the labels and annotations NFD left on a node.
 - ``node_desired_labels(info, operands, device_plugin_config, topology)``, ``node_unhealthy_codes
   (info, severities, codes)``, ``node_label_plan(node, desired, unhealthy, taint, state)``,
   ``node_label_changes(plan)``: the
@@ -42,7 +43,7 @@ def _wrap(func, name):
     def run(*args, **kwargs):
         try:
             return func(*args, **kwargs)
-        except (ValueError, TypeError, KeyError) as exc:
+        except (ValueError, TypeError, KeyError, AttributeError) as exc:
             raise AnsibleFilterError(f"{name}: {exc}") from exc
     run.__name__ = name
     return run
@@ -82,6 +83,7 @@ class FilterModule:
             "rollout_problems": rollout_problems,
             "pods_not_ready": k8s_objects.pods_not_ready,
             "k8s_selector": k8s_objects.selector,
+            "nfd_cleanup_patch": k8s_objects.nfd_cleanup_patch,
             "node_desired_labels": node_desired_labels,
             "node_unhealthy_codes": node_unhealthy_codes,
             "node_label_plan": node_label_plan,

@@ -171,3 +171,32 @@ def selector(labels: dict | None) -> list:
 def pods_not_ready(pods: list) -> list:
     """Names and reasons of the pods in PODS that are not Running and Ready."""
     return [f"{p['metadata']['name']}: {_pod_reason(p)}" for p in pods or [] if not _pod_ready(p)]
+
+
+NFD_ANNOTATION_PREFIX = "nfd.node.kubernetes.io/"
+NFD_DEFAULT_LABEL_NS = "feature.node.kubernetes.io/"
+
+
+def _escape(key: str) -> str:
+    return key.replace("~", "~0").replace("/", "~1")
+
+
+def nfd_cleanup_patch(node: dict) -> list:
+    """The JSON patch that removes what Node Feature Discovery's master put on NODE: the labels
+    its `feature-labels` annotation lists (names without a namespace are NFD's own
+    feature.node.kubernetes.io ones) and its nfd.node.kubernetes.io annotations. For removing an
+    NFD this collection deployed: NFD leaves them behind when it goes."""
+    meta = node.get("metadata") or {}
+    labels = meta.get("labels") or {}
+    annotations = meta.get("annotations") or {}
+    listed = [name.strip() for name in annotations.get(NFD_ANNOTATION_PREFIX + "feature-labels", "").split(",")
+              if name.strip()]
+    ops = []
+    for name in listed:
+        key = name if "/" in name else NFD_DEFAULT_LABEL_NS + name
+        if key in labels:
+            ops.append({"op": "remove", "path": "/metadata/labels/" + _escape(key)})
+    for key in sorted(annotations):
+        if key.startswith(NFD_ANNOTATION_PREFIX):
+            ops.append({"op": "remove", "path": "/metadata/annotations/" + _escape(key)})
+    return ops

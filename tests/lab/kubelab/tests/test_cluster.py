@@ -68,7 +68,7 @@ def test_gfd_labels_reach_the_node_through_nfd(kube, gpu_nodes):
             assert labels["nvidia.com/cuda.driver-version.full"] == facts["driver"]
         if kube.lab:
             # GFD wrote a NodeFeature; NFD's master made it node labels
-            nf = kube.get("-n", "gpuops-lab", "nodefeature", f"nvidia-features-for-{name}")
+            nf = kube.get("-n", "gpuops-nvidia", "nodefeature", f"nvidia-features-for-{name}")
             assert nf["metadata"]["labels"]["nfd.node.kubernetes.io/node-name"] == name
             assert nf["spec"]["labels"]["nvidia.com/gpu.product"] == facts["product"]
 

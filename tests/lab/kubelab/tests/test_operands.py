@@ -86,47 +86,6 @@ def test_a_gpu_pods_series_carry_its_name(kube, gpu_nodes, namespace, prometheus
         [(uuid, "main", name)]
 
 
-def test_time_slicing_multiplies_allocatable(kube, gpu_nodes):
-    """The device plugin with a time-slicing config (its config file format, version v1):
-    allocatable nvidia.com/gpu becomes GPUs x replicas; without it, the GPU count again."""
-    if not kube.lab:
-        pytest.skip("reconfigures the lab's own device plugin")
-    config = {"version": "v1", "sharing": {"timeSlicing": {"resources": [{"name": "nvidia.com/gpu",
-                                                                          "replicas": 4}]}}}
-    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "device-plugin-time-slicing"},
-          "data": {"config.yaml": json.dumps(config)}}
-    kube.apply(cm, namespace="gpuops-lab")
-    patch = [
-        {"op": "add", "path": "/spec/template/spec/volumes/-",
-         "value": {"name": "ts-config", "configMap": {"name": "device-plugin-time-slicing"}}},
-        {"op": "add", "path": "/spec/template/spec/containers/0/volumeMounts/-",
-         "value": {"name": "ts-config", "mountPath": "/etc/gpuops-ts"}},
-        {"op": "add", "path": "/spec/template/spec/containers/0/env/-",
-         "value": {"name": "CONFIG_FILE", "value": "/etc/gpuops-ts/config.yaml"}},
-    ]
-    before = kube.get("-n", "gpuops-lab", "daemonset", "nvidia-device-plugin")
-    kube.run("-n", "gpuops-lab", "patch", "daemonset", "nvidia-device-plugin", "--type=json", "-p", json.dumps(patch))
-    try:
-        kube.run("-n", "gpuops-lab", "rollout", "status", "daemonset/nvidia-device-plugin", "--timeout=180s",
-                 timeout=200)
-        for name, facts in gpu_nodes.items():
-            want = str(facts["gpus"] * 4)
-            kube.wait(lambda: kube.get("node", name)["status"]["allocatable"].get("nvidia.com/gpu") == want,
-                      timeout=120, what=f"{name}: allocatable {want}")
-            labels = kube.get("node", name)["metadata"]["labels"]
-            # GFD reads the same config only when given it; the node's product label is unchanged
-            assert labels["nvidia.com/gpu.count"] == str(facts["gpus"])
-    finally:
-        restore = [{"op": "replace", "path": "/spec/template/spec", "value": before["spec"]["template"]["spec"]}]
-        kube.run("-n", "gpuops-lab", "patch", "daemonset", "nvidia-device-plugin", "--type=json",
-                 "-p", json.dumps(restore))
-        kube.run("-n", "gpuops-lab", "delete", "configmap", "device-plugin-time-slicing", check=False)
-    kube.run("-n", "gpuops-lab", "rollout", "status", "daemonset/nvidia-device-plugin", "--timeout=180s", timeout=200)
-    for name, facts in gpu_nodes.items():
-        kube.wait(lambda: kube.get("node", name)["status"]["allocatable"].get("nvidia.com/gpu") == str(facts["gpus"]),
-                  timeout=120, what=f"{name}: allocatable back to {facts['gpus']}")
-
-
 def test_synthetic_gpu_nodes_from_a_profile(kube):
     if not kube.lab:
         pytest.skip("kwok runs in the lab's control plane")

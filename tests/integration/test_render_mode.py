@@ -1,0 +1,614 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Render mode: the site playbook's Kubernetes stages with gpuops_render_dir write every object
+they would apply as one YAML file each, and contact no cluster and no node.
+
+Every run is the command a user runs, on the lab inventory:
+  ansible-playbook -i inventories/lab playbooks/site.yml --tags cluster,operands -e gpuops_render_dir=DIR
+with the installed collection (.build/collections, as ansible.cfg says; `make collection`, which the
+Makefile's integration target runs first, installs it).
+
+How the runs prove that no node and no cluster is contacted:
+- the lab's hosts use the containers.podman.podman connection, which runs `podman` found on PATH
+  (ansible's get_bin_path). PATH starts with a directory whose `podman` only records its arguments
+  and fails, so reaching a node fails the task and leaves a record (test_the_trap_catches_a_node_contact
+  shows that an ordinary module run on a lab node does trip it). This fails at once where an
+  unreachable ssh address (-e ansible_host=192.0.2.1 ansible_connection=ssh) would wait for a time-out,
+  and overriding ansible_connection with -e would also redirect the tasks delegated to localhost;
+  CONTAINERS_CONF names a file that does not exist, so even the real podman could not reach the lab;
+- the cluster: gpuops_kubeconfig (which the lab inventory sets) and KUBECONFIG name a file that does
+  not exist, so any kubernetes.core call fails; the runs also check that no kubernetes.core task ran.
+
+The renders the selected tests need start together, in parallel, once for the module (an
+ansible-playbook render takes about 20s of CPU).
+"""
+from __future__ import annotations
+
+import base64
+import concurrent.futures
+import filecmp
+import json
+import os
+import re
+import shutil
+import subprocess
+
+import pytest
+import yaml
+
+from conftest import BIN, REPO, _env  # pylint: disable=import-error
+from ansible_collections.gpuops.nvidia.plugins.module_utils import k8s_objects  # pylint: disable=wrong-import-order
+
+SITE = os.path.join(REPO, "playbooks", "site.yml")
+LAB_INVENTORY = os.path.join(REPO, "inventories", "lab")
+INSTALLED = os.path.join(REPO, ".build", "collections", "ansible_collections", "gpuops", "nvidia")
+NS = "gpuops-nvidia"
+KUBERNETES_MINORS = ["1.%d" % minor for minor in range(29, 38)]
+HEADER = re.compile(r"^# gpuops\.nvidia\.(\w+): rendered, not applied \(gpuops_render_dir\)$")
+
+PASSWORD = "gpuops-Test-Pa55w0rd-9c1e7"
+CREDENTIALS = [{"name": "mirror-pull", "registry": "mirror.example:5000", "username": "robot", "password": PASSWORD}]
+MIRROR = "mirror.example:5000/nvidia"
+DIGEST = "sha256:" + "0123456789abcdef" * 4
+PLUGIN_DIGEST_IMAGE = "nvcr.io/nvidia/k8s-device-plugin@" + DIGEST
+
+# What the roles' templates (roles/*/templates/objects.yml.j2) define for the lab inventory
+# (no CDI, no priority class, NFD deployed with its worker, no ServiceMonitor in render mode):
+# (kind, namespace, name) -> the role whose header the file carries.
+CLUSTER_OBJECTS = {
+    ("Namespace", None, NS): "cluster",
+    ("RuntimeClass", None, "nvidia"): "cluster",
+    ("ServiceAccount", NS, "nvidia-device-plugin"): "cluster",
+    ("ServiceAccount", NS, "gpu-feature-discovery"): "cluster",
+    ("ServiceAccount", NS, "dcgm-exporter"): "cluster",
+    ("ClusterRole", None, "gpuops-nvidia:nvidia-device-plugin"): "cluster",
+    ("ClusterRole", None, "gpuops-nvidia:gpu-feature-discovery"): "cluster",
+    ("ClusterRole", None, "gpuops-nvidia:dcgm-exporter"): "cluster",
+    ("ClusterRoleBinding", None, "gpuops-nvidia:nvidia-device-plugin"): "cluster",
+    ("ClusterRoleBinding", None, "gpuops-nvidia:gpu-feature-discovery"): "cluster",
+    ("ClusterRoleBinding", None, "gpuops-nvidia:dcgm-exporter"): "cluster",
+    ("Role", NS, "gpu-feature-discovery"): "cluster",
+    ("RoleBinding", NS, "gpu-feature-discovery"): "cluster",
+}
+DEVICE_PLUGIN_OBJECTS = {
+    ("ConfigMap", NS, "nvidia-device-plugin-configs"): "device_plugin",
+    ("DaemonSet", NS, "nvidia-device-plugin"): "device_plugin",
+}
+NFD_OBJECTS = {
+    ("CustomResourceDefinition", None, "nodefeatures.nfd.k8s-sigs.io"): "gpu_feature_discovery",
+    ("CustomResourceDefinition", None, "nodefeaturerules.nfd.k8s-sigs.io"): "gpu_feature_discovery",
+    ("CustomResourceDefinition", None, "nodefeaturegroups.nfd.k8s-sigs.io"): "gpu_feature_discovery",
+    ("ServiceAccount", NS, "nfd-master"): "gpu_feature_discovery",
+    ("ClusterRole", None, "gpuops-nvidia:nfd-master"): "gpu_feature_discovery",
+    ("ClusterRoleBinding", None, "gpuops-nvidia:nfd-master"): "gpu_feature_discovery",
+    ("Deployment", NS, "nfd-master"): "gpu_feature_discovery",
+    ("ServiceAccount", NS, "nfd-worker"): "gpu_feature_discovery",
+    ("Role", NS, "nfd-worker"): "gpu_feature_discovery",
+    ("RoleBinding", NS, "nfd-worker"): "gpu_feature_discovery",
+    ("DaemonSet", NS, "nfd-worker"): "gpu_feature_discovery",
+}
+GFD_OBJECTS = {
+    ("ConfigMap", NS, "gpu-feature-discovery-configs"): "gpu_feature_discovery",
+    ("DaemonSet", NS, "gpu-feature-discovery"): "gpu_feature_discovery",
+}
+DCGM_OBJECTS = {
+    ("ConfigMap", NS, "dcgm-exporter-metrics"): "dcgm_exporter",
+    ("DaemonSet", NS, "dcgm-exporter"): "dcgm_exporter",
+    ("Service", NS, "dcgm-exporter"): "dcgm_exporter",
+}
+EXPECTED = {**CLUSTER_OBJECTS, **DEVICE_PLUGIN_OBJECTS, **NFD_OBJECTS, **GFD_OBJECTS, **DCGM_OBJECTS}
+WORKLOAD_KINDS = ("DaemonSet", "Deployment", "StatefulSet", "Job")
+
+# Runs that must be refused before anything is written: name -> (extra vars, what the message names).
+BAD_INPUTS = {
+    "image-without-tag": ({"device_plugin_image": "nvcr.io/nvidia/k8s-device-plugin"},
+                          ["device_plugin_image", "nvcr.io/nvidia/k8s-device-plugin"]),
+    "image-bad-digest": ({"dcgm_exporter_image": "nvcr.io/nvidia/k8s/dcgm-exporter@sha256:abc"},
+                         ["dcgm_exporter_image", "sha256:abc"]),
+    "registry-with-scheme": ({"gpuops_image_registry": "https://mirror.example:5000"},
+                             ["gpuops_image_registry", "https://mirror.example:5000"]),
+    "rename-by-default-in-entry": (
+        {"device_plugin_configs": {
+            "default": {"flags": {"migStrategy": "none"}},
+            "shared4": {"version": "v1", "sharing": {"timeSlicing": {"resources": [
+                {"name": "nvidia.com/gpu", "replicas": 4, "renameByDefault": True}]}}}}},
+        ["shared4", "renameByDefault", "timeSlicing"]),
+    "time-slicing-and-mps": (
+        {"device_plugin_configs": {
+            "default": {"flags": {"migStrategy": "none"}},
+            "both": {"version": "v1", "sharing": {
+                "timeSlicing": {"resources": [{"name": "nvidia.com/gpu", "replicas": 2}]},
+                "mps": {"resources": [{"name": "nvidia.com/gpu", "replicas": 2}]}}}}},
+        ["both", "timeSlicing", "mps"]),
+}
+BAD_METRICS = ["DCGM_FI_DEV_GPU_TEMPERATURE, gauge, GPU temperature (in C)."]
+
+
+class Render:
+    """One ansible-playbook render run and what it left."""
+
+    def __init__(self, name, directory, proc, trap_log):
+        self.name = name
+        self.dir = directory
+        self.rc = proc.returncode
+        self.stdout = proc.stdout
+        self.stderr = proc.stderr
+        self.podman_calls = ""
+        if os.path.exists(trap_log):
+            with open(trap_log) as handle:
+                self.podman_calls = handle.read()
+        try:
+            self.out = json.loads(proc.stdout)
+        except ValueError:
+            self.out = None
+
+    @property
+    def text(self):
+        return self.stdout + self.stderr
+
+    def results(self):
+        """(task name, host, result) of every task result, loop items included."""
+        for play in (self.out or {}).get("plays", []):
+            for task in play["tasks"]:
+                for host, result in task["hosts"].items():
+                    yield task["task"]["name"], host, result
+                    for item in result.get("results") or []:
+                        if isinstance(item, dict):
+                            yield task["task"]["name"], host, item
+
+    def failures(self):
+        """The messages of the failed tasks (and ansible's own error output)."""
+        found = ["%s (%s): %s" % (task, host, result.get("msg", result)) for task, host, result in self.results()
+                 if result.get("failed") or result.get("unreachable")]
+        return "\n".join(found + [self.stderr])
+
+    def files(self):
+        """{file name: bytes} of the render directory (missing directory: none)."""
+        if not os.path.isdir(self.dir):
+            return {}
+        out = {}
+        for name in sorted(os.listdir(self.dir)):
+            with open(os.path.join(self.dir, name), "rb") as handle:
+                out[name] = handle.read()
+        return out
+
+    def summary(self):
+        if self.out is None:
+            return "%s: rc %s\n%s\n%s" % (self.name, self.rc, self.stdout[-6000:], self.stderr[-3000:])
+        return "%s: rc %s, failed: %s" % (self.name, self.rc, self.failures()[-6000:] or "nothing")
+
+
+def _installed_collection_differs():
+    """The first file of roles/ or plugins/ that differs between the working tree and the
+    installed collection, or None."""
+    for top in ("roles", "plugins"):
+        for base, dirs, files in os.walk(os.path.join(REPO, top)):
+            dirs[:] = [d for d in dirs if d != "__pycache__"]
+            for name in files:
+                path = os.path.join(base, name)
+                rel = os.path.relpath(path, REPO)
+                installed = os.path.join(INSTALLED, rel)
+                if not os.path.isfile(installed) or not filecmp.cmp(path, installed, shallow=False):
+                    return rel
+    return None
+
+
+def _render(work, name, extra_vars, directory=None):
+    """ansible-playbook site.yml --tags cluster,operands in render mode, with the podman trap."""
+    directory = directory or str(work / name / "render")
+    trap = work / name / "trap"
+    trap.mkdir(parents=True, exist_ok=True)
+    trap_log = str(trap / "podman-calls.log")
+    podman = trap / "podman"
+    podman.write_text('#!/bin/sh\necho "podman $*" >> %s\n'
+                      'echo "render-mode test: podman was called: a node was contacted" >&2\nexit 125\n' % trap_log)
+    podman.chmod(0o755)
+    env = _env(ANSIBLE_INVENTORY=LAB_INVENTORY, CONTAINERS_CONF=str(trap / "no-such-containers.conf"),
+               KUBECONFIG=str(trap / "no-such-kubeconfig"))
+    env["PATH"] = str(trap) + os.pathsep + env["PATH"]
+    variables = {"gpuops_render_dir": directory, "gpuops_kubeconfig": str(trap / "no-such-kubeconfig")}
+    variables.update(extra_vars)
+    argv = [os.path.join(BIN, "ansible-playbook"), "-i", LAB_INVENTORY, SITE, "--tags", "cluster,operands",
+            "-e", json.dumps(variables)]
+    proc = subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True, timeout=600, check=False)
+    return Render(name, directory, proc, trap_log)
+
+
+class Renders:
+    """The renders the selected tests need, started together, in parallel, once."""
+
+    def __init__(self, work, needed):
+        self.work = work
+        runs = {"images": {"gpuops_image_registry": MIRROR, "device_plugin_image": PLUGIN_DIGEST_IMAGE},
+                "bad-metrics": {"dcgm_exporter_extra_metrics": BAD_METRICS}}
+        runs.update({name: extra for name, (extra, _named) in BAD_INPUTS.items()})
+        self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=len(runs) + 1)  # pylint: disable=consider-using-with
+        self._futures = {}
+        if needed & {"base", "again", "stale"}:
+            self._futures["chain"] = self._pool.submit(self._chain)
+        for name in sorted(needed & set(runs)):
+            self._futures[name] = self._pool.submit(_render, work, name, runs[name])
+
+    def _chain(self):
+        """The base render; then again into the same directory, and, on a copy of its files, a
+        smaller configuration (no DCGM exporter, the cluster's own NFD)."""
+        first = _render(self.work, "base", {"cluster_registry_credentials": CREDENTIALS})
+        snapshot = _snapshot(first.dir)
+        stale_dir = str(self.work / "stale" / "render")
+        if os.path.isdir(first.dir):
+            shutil.copytree(first.dir, stale_dir)
+            with open(os.path.join(stale_dir, "kustomization.yaml"), "w") as handle:
+                handle.write("resources: []\n")
+            with open(os.path.join(stale_dir, "99-by-hand.yaml"), "w") as handle:
+                handle.write("# written by hand, not by gpuops.nvidia\n---\napiVersion: v1\nkind: ConfigMap\n"
+                             "metadata: {name: by-hand, namespace: %s}\n" % NS)
+        with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
+            again = pool.submit(_render, self.work, "again", {"cluster_registry_credentials": CREDENTIALS},
+                                first.dir)
+            stale = pool.submit(_render, self.work, "stale",
+                                {"dcgm_exporter_state": "absent", "gpu_feature_discovery_nfd": "existing"},
+                                stale_dir)
+            return {"base": first, "base-snapshot": snapshot, "again": again.result(), "stale": stale.result()}
+
+    def close(self):
+        self._pool.shutdown(wait=True)
+
+    def get(self, name):
+        if name in ("base", "base-snapshot", "again", "stale"):
+            return self._futures["chain"].result()[name]
+        return self._futures[name].result()
+
+
+def _snapshot(directory):
+    """{name: (bytes, mtime_ns)} of a directory's files."""
+    out = {}
+    if os.path.isdir(directory):
+        for name in sorted(os.listdir(directory)):
+            path = os.path.join(directory, name)
+            with open(path, "rb") as handle:
+                out[name] = (handle.read(), os.stat(path).st_mtime_ns)
+    return out
+
+
+# the renders each test reads (the parametrized bad-input test: its case)
+NEEDS = {
+    "test_render_contacts_no_node_and_no_cluster_and_writes_files": {"base"},
+    "test_every_file_is_one_object_the_roles_define": {"base"},
+    "test_no_secret_and_no_password_anywhere": {"base", "again"},
+    "test_rendered_objects_refer_to_each_other": {"base"},
+    "test_every_object_passes_kubernetes_validate_strict": {"base"},
+    "test_rendering_again_changes_nothing": {"base", "again"},
+    "test_a_smaller_configuration_removes_only_its_stale_files": {"base", "stale"},
+    "test_a_mirror_rewrites_every_image_and_a_digest_is_kept": {"base", "images"},
+    "test_an_unknown_dcgm_field_is_refused_with_a_suggestion": {"bad-metrics"},
+}
+
+
+@pytest.fixture(scope="module")
+def renders(request, tmp_path_factory):
+    differs = _installed_collection_differs()
+    if differs:
+        pytest.fail("the installed collection (%s) is older than the working tree (%s differs): run `make "
+                    "collection` (the Makefile's integration target does)" % (INSTALLED, differs))
+    needed = set()
+    for item in request.session.items:
+        if getattr(item, "module", None) is request.module:
+            needed |= NEEDS.get(item.originalname, set())
+            if item.originalname == "test_bad_input_is_refused_before_anything_is_written":
+                needed.add(item.callspec.params["case"])
+    runs = Renders(tmp_path_factory.mktemp("render-mode"), needed)
+    yield runs
+    runs.close()
+
+
+def _ok(render):
+    assert render.rc == 0, render.summary()
+    assert render.out is not None, render.summary()
+    assert render.podman_calls == "", "%s contacted a node:\n%s" % (render.name, render.podman_calls)
+    return render
+
+
+def _foreign_changes(render):
+    """What a run did besides writing the render directory and its files on the controller, or
+    that reached for the cluster."""
+    render_dir = os.path.realpath(render.dir)
+    problems = []
+    for task, host, result in render.results():
+        action = result.get("action") or ""
+        if action.startswith("kubernetes.core.") and not result.get("skipped"):
+            problems.append("%s ran %s for %s" % (task, action, host))
+        if not result.get("changed") or result.get("results"):
+            continue  # a loop: its items are checked
+        path = os.path.realpath(str(result.get("dest") or result.get("path") or ""))
+        if path != render_dir and os.path.dirname(path) != render_dir:
+            problems.append("%s changed something for %s other than the render directory: %s"
+                            % (task, host, {k: v for k, v in result.items() if k != "invocation"}))
+        delegated = result.get("_ansible_delegated_vars")
+        if delegated is not None and delegated.get("ansible_connection") != "local":
+            problems.append("%s changed %s through %s" % (task, host, delegated))
+    return problems
+
+
+def _objects(render):
+    """{file name: the one object in it}; every file must hold exactly one YAML object after the header."""
+    out = {}
+    for name, data in render.files().items():
+        text = data.decode()
+        assert name.endswith(".yaml"), name
+        docs = [doc for doc in yaml.safe_load_all(text) if doc is not None]
+        assert len(docs) == 1, "%s holds %d YAML objects, not one" % (name, len(docs))
+        assert isinstance(docs[0], dict), name
+        out[name] = docs[0]
+    return out
+
+
+def _key(obj):
+    meta = obj["metadata"]
+    return (obj["kind"], meta.get("namespace"), meta["name"])
+
+
+def _images(node, path=()):
+    """(path, image) of every `image` key anywhere in NODE."""
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key == "image":
+                yield path + (key,), value
+            else:
+                yield from _images(value, path + (key,))
+    elif isinstance(node, list):
+        for index, value in enumerate(node):
+            yield from _images(value, path + (index,))
+
+
+def _pod_specs(obj):
+    """The pod spec of a workload object."""
+    spec = obj.get("spec") or {}
+    template = spec.get("template") or (spec.get("jobTemplate") or {}).get("spec", {}).get("template")
+    return [template["spec"]] if template else []
+
+
+def _containers(pod):
+    return (pod.get("initContainers") or []) + (pod.get("containers") or []) + (pod.get("ephemeralContainers") or [])
+
+
+def _mirrored(image):
+    """IMAGE with its registry replaced by MIRROR: the first path element is a registry when it
+    has a dot or a colon or is localhost (as container tools read it)."""
+    first, _sep, rest = image.partition("/")
+    if rest and ("." in first or ":" in first or first == "localhost"):
+        return MIRROR + "/" + rest
+    return MIRROR + "/" + image
+
+
+# ---- 1: no node, no cluster, files written -----------------------------------------------------
+
+def test_the_trap_catches_a_node_contact(tmp_path):
+    """The PATH podman of the renders does catch an ordinary module run on a lab node (so an empty
+    record after a render means no node was contacted)."""
+    log = tmp_path / "podman-calls.log"
+    podman = tmp_path / "podman"
+    podman.write_text('#!/bin/sh\necho "podman $*" >> %s\nexit 125\n' % log)
+    podman.chmod(0o755)
+    env = _env(ANSIBLE_INVENTORY=LAB_INVENTORY, CONTAINERS_CONF=str(tmp_path / "no-such-containers.conf"))
+    env["PATH"] = str(tmp_path) + os.pathsep + env["PATH"]
+    proc = subprocess.run([os.path.join(BIN, "ansible"), "-i", LAB_INVENTORY, "gpuops-lab-h100", "-m",
+                           "ansible.builtin.ping"], cwd=REPO, env=env, capture_output=True, text=True,
+                          timeout=120, check=False)
+    assert proc.returncode != 0, proc.stdout + proc.stderr
+    assert "gpuops-lab-h100" in log.read_text()
+
+
+def test_render_contacts_no_node_and_no_cluster_and_writes_files(renders):
+    base = _ok(renders.get("base"))
+    assert base.files(), "the render wrote no files\n" + base.summary()
+    assert _foreign_changes(base) == []
+    assert set(base.out["stats"]) == {"gpuops-lab-h100", "gpuops-lab-l40s"}
+    assert all(stats["failures"] == 0 and stats["unreachable"] == 0 for stats in base.out["stats"].values())
+
+
+# ---- 2: the objects ---------------------------------------------------------------------------
+
+def test_every_file_is_one_object_the_roles_define(renders):
+    base = _ok(renders.get("base"))
+    objects, files = _objects(base), base.files()
+    assert {_key(obj) for obj in objects.values()} == set(EXPECTED)
+    for name, obj in objects.items():
+        assert name == k8s_objects.render_name(obj)
+        header = files[name].decode().splitlines()
+        match = HEADER.match(header[0])
+        assert match and header[1] == "---", "%s: header %r" % (name, header[:2])
+        assert match.group(1) == EXPECTED[_key(obj)], "%s is written under %s" % (name, match.group(1))
+
+
+def test_no_secret_and_no_password_anywhere(renders):
+    base = _ok(renders.get("base"))
+    objects = _objects(base)
+    assert [name for name, obj in objects.items() if obj["kind"] == "Secret"] == []
+    auth = base64.b64encode(("robot:" + PASSWORD).encode()).decode()
+    for name, data in base.files().items():
+        text = data.decode()
+        assert PASSWORD not in text and auth not in text and "dockerconfigjson" not in text, name
+    for run in (base, renders.get("again")):
+        assert PASSWORD not in run.text and auth not in run.text
+    # the run says the secret is left out
+    assert "mirror-pull" in base.stdout
+
+
+def test_rendered_objects_refer_to_each_other(renders):
+    """What schema validation cannot see: the names the objects use exist in the render."""
+    objects = list(_objects(_ok(renders.get("base"))).values())
+    have = {_key(obj) for obj in objects}
+    problems = []
+    for obj in objects:
+        kind, ns, name = _key(obj)
+        where = "%s/%s" % (kind, name)
+        if ns and ("Namespace", None, ns) not in have:
+            problems.append("%s: namespace %s is not rendered" % (where, ns))
+        if kind in ("RoleBinding", "ClusterRoleBinding"):
+            ref = obj["roleRef"]
+            ref_ns = ns if ref["kind"] == "Role" else None
+            if (ref["kind"], ref_ns, ref["name"]) not in have:
+                problems.append("%s: roleRef %s/%s is not rendered" % (where, ref["kind"], ref["name"]))
+            for subject in obj["subjects"]:
+                if (subject["kind"], subject.get("namespace"), subject["name"]) not in have:
+                    problems.append("%s: subject %s is not rendered" % (where, subject))
+        if kind in WORKLOAD_KINDS:
+            selector = obj["spec"]["selector"]["matchLabels"]
+            labels = obj["spec"]["template"]["metadata"]["labels"]
+            if any(labels.get(key) != value for key, value in selector.items()):
+                problems.append("%s: selector %s does not match the pod labels %s" % (where, selector, labels))
+        for pod in _pod_specs(obj):
+            account = pod.get("serviceAccountName")
+            if account and ("ServiceAccount", ns, account) not in have:
+                problems.append("%s: ServiceAccount %s is not rendered" % (where, account))
+            runtime = pod.get("runtimeClassName")
+            if runtime and ("RuntimeClass", None, runtime) not in have:
+                problems.append("%s: RuntimeClass %s is not rendered" % (where, runtime))
+            volumes = {volume["name"]: volume for volume in pod.get("volumes") or []}
+            for volume in volumes.values():
+                if "configMap" in volume and ("ConfigMap", ns, volume["configMap"]["name"]) not in have:
+                    problems.append("%s: ConfigMap %s is not rendered" % (where, volume["configMap"]["name"]))
+            for container in _containers(pod):
+                ports = {port.get("name") for port in container.get("ports") or []}
+                for mount in container.get("volumeMounts") or []:
+                    if mount["name"] not in volumes:
+                        problems.append("%s: container %s mounts volume %s, which the pod does not have"
+                                        % (where, container["name"], mount["name"]))
+                for probe in ("readinessProbe", "livenessProbe", "startupProbe"):
+                    port = ((container.get(probe) or {}).get("httpGet") or {}).get("port")
+                    if isinstance(port, str) and port not in ports:
+                        problems.append("%s: %s %s uses port %s, which it does not name"
+                                        % (where, container["name"], probe, port))
+        if kind == "Service":
+            selected = [other for other in objects if other["kind"] in WORKLOAD_KINDS
+                        and other["metadata"].get("namespace") == ns
+                        and all(other["spec"]["template"]["metadata"]["labels"].get(key) == value
+                                for key, value in obj["spec"]["selector"].items())]
+            if not selected:
+                problems.append("%s: its selector matches no rendered workload" % where)
+            names = {port.get("name") for other in selected for pod in _pod_specs(other)
+                     for container in _containers(pod) for port in container.get("ports") or []}
+            for port in obj["spec"]["ports"]:
+                if isinstance(port.get("targetPort"), str) and port["targetPort"] not in names:
+                    problems.append("%s: targetPort %s is no container port name" % (where, port["targetPort"]))
+    assert problems == []
+
+
+# ---- 3: kubernetes-validate --strict ----------------------------------------------------------
+
+def test_kubernetes_validate_bundles_every_minor():
+    """kubernetes-validate falls back to the newest bundled schemas that are not newer than the
+    version asked for, and refuses a version newer than its newest; each minor must be there."""
+    from kubernetes_validate import utils  # pylint: disable=import-outside-toplevel
+    bundled = {utils.major_minor(version) for version in utils.all_versions()}
+    missing = [minor for minor in KUBERNETES_MINORS if minor not in bundled]
+    bundled = sorted(bundled, key=lambda version: [int(part) for part in version.split(".")])
+    assert missing == [], ("kubernetes-validate %s has no schemas for Kubernetes %s (it bundles %s): install a "
+                           "release that does (requirements.txt)" % (utils.__version__, ", ".join(missing),
+                                                                     ", ".join(bundled)))
+
+
+@pytest.mark.parametrize("minor", KUBERNETES_MINORS)
+def test_every_object_passes_kubernetes_validate_strict(renders, minor):
+    """kubernetes-validate --strict: additional properties are errors. A kind it has no schema for
+    (one a CRD defines) only gets a WARN and exit status 0, so WARN fails here too; the
+    CustomResourceDefinitions themselves are a built-in kind and are validated."""
+    base = _ok(renders.get("base"))
+    names = sorted(base.files())
+    proc = subprocess.run([os.path.join(BIN, "kubernetes-validate"), "--strict", "-k", minor] + names,
+                          cwd=base.dir, capture_output=True, text=True, timeout=300, check=False)
+    lines = proc.stdout.splitlines() + proc.stderr.splitlines()
+    bad = [line for line in lines if not line.startswith("INFO ")]
+    assert bad == [] and proc.returncode == 0, "kubernetes-validate --strict -k %s (rc %d):\n%s" % (
+        minor, proc.returncode, "\n".join(bad))
+    for name in names:
+        passed = [line for line in lines if line.startswith("INFO %s passed " % name)]
+        assert len(passed) == 1, "%s: %s" % (name, passed)
+        against = passed[0].rsplit(" ", 1)[-1]
+        assert against == minor, ("kubernetes-validate validated %s against %s, not %s: it has no schemas for %s"
+                                  % (name, against, minor, minor))
+
+
+# ---- 4: stable output, stale files ------------------------------------------------------------
+
+def test_rendering_again_changes_nothing(renders):
+    first, again = _ok(renders.get("base")), _ok(renders.get("again"))
+    before = renders.get("base-snapshot")
+    after = _snapshot(again.dir)
+    assert sorted(after) == sorted(before)
+    assert [name for name in before if after[name][0] != before[name][0]] == [], "files differ"
+    assert [name for name in before if after[name][1] != before[name][1]] == [], "files were rewritten"
+    assert {host: stats["changed"] for host, stats in again.out["stats"].items()} == \
+        {host: 0 for host in first.out["stats"]}
+    assert _foreign_changes(again) == []
+
+
+def test_a_smaller_configuration_removes_only_its_stale_files(renders):
+    before = renders.get("base-snapshot")
+    stale = _ok(renders.get("stale"))
+    assert _foreign_changes(stale) == []
+    after = _snapshot(stale.dir)
+    removed = {k8s_objects.render_name({"kind": kind, "metadata": {"name": name, "namespace": ns}})
+               for kind, ns, name in list(DCGM_OBJECTS) + list(NFD_OBJECTS)}
+    assert removed <= set(before)
+    assert set(after) == (set(before) - removed) | {"kustomization.yaml", "99-by-hand.yaml"}
+    # the other roles' files are left alone: same bytes, not rewritten
+    assert [name for name in set(before) - removed if after[name] != before[name]] == []
+    assert after["kustomization.yaml"][0] == b"resources: []\n"
+
+
+# ---- 5: images --------------------------------------------------------------------------------
+
+def test_a_mirror_rewrites_every_image_and_a_digest_is_kept(renders):
+    base, images = _objects(_ok(renders.get("base"))), _objects(_ok(renders.get("images")))
+    assert _foreign_changes(renders.get("images")) == []
+    assert sorted(images) == sorted(base)
+    seen = 0
+    for name, obj in base.items():
+        expected = json.loads(json.dumps(obj))
+        for path, image in _images(obj):
+            assert any(part in ("containers", "initContainers") for part in path), "%s: image at %s" % (name, path)
+            node = expected
+            for part in path[:-1]:
+                node = node[part]
+            if _key(obj) == ("DaemonSet", NS, "nvidia-device-plugin"):
+                node["image"] = _mirrored(PLUGIN_DIGEST_IMAGE)
+            else:
+                node["image"] = _mirrored(image)
+            seen += 1
+        # nothing else changes
+        assert images[name] == expected, name
+    workloads = [obj for obj in base.values() if obj["kind"] in WORKLOAD_KINDS]
+    assert len(workloads) == 5
+    assert seen == sum(len(_containers(pod)) for obj in workloads for pod in _pod_specs(obj))
+    for obj in images.values():
+        for pod in _pod_specs(obj):
+            for container in _containers(pod):
+                assert container["image"].startswith(MIRROR + "/"), container
+
+
+@pytest.mark.parametrize("case", sorted(BAD_INPUTS))
+def test_bad_input_is_refused_before_anything_is_written(renders, case):
+    render = renders.get(case)
+    _extra, named = BAD_INPUTS[case]
+    assert render.rc != 0, render.summary()
+    message = render.failures()
+    missing = [word for word in named if word not in message]
+    assert missing == [], "the message does not name %s:\n%s" % (", ".join(missing), message[-3000:])
+    assert render.files() == {}, "files were written before the refusal: %s" % sorted(render.files())
+    assert render.podman_calls == ""
+
+
+# ---- 7: the exporter's counters ---------------------------------------------------------------
+
+def test_an_unknown_dcgm_field_is_refused_with_a_suggestion(renders):
+    render = renders.get("bad-metrics")
+    assert render.rc != 0, render.summary()
+    message = render.failures()
+    assert "dcgm_exporter_extra_metrics" in message and "DCGM_FI_DEV_GPU_TEMPERATURE" in message, message[-3000:]
+    assert re.search(r"DCGM_FI_DEV_GPU_TEMP\b", message.replace("DCGM_FI_DEV_GPU_TEMPERATURE", "")), message[-3000:]
+    exporter_files = {k8s_objects.render_name({"kind": kind, "metadata": {"name": name, "namespace": ns}})
+                      for kind, ns, name in DCGM_OBJECTS}
+    written = sorted(exporter_files & set(render.files()))
+    assert written == [], "the exporter's files were written: %s" % written
+    assert render.podman_calls == ""

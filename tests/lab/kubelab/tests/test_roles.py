@@ -1,0 +1,264 @@
+# -*- coding: utf-8 -*-
+"""The collection's Kubernetes roles on the lab cluster: what `make lab` leaves (every node
+validated green), per-node device plugin configurations from inventory variables, the
+validation naming the stage that is broken, render mode against the roles' own apply, and
+`state: absent` leaving the cluster as it was. Runs ansible-playbook on the lab inventory."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+
+import pytest
+
+from conftest import LAB, REPO
+
+INVENTORY = os.path.join(REPO, "inventories", "lab")
+PLAYBOOKS = os.path.join(REPO, "playbooks")
+REPORT = os.path.join(REPO, ".build", "validate-report.json")
+NS = "gpuops-nvidia"
+TS4 = {"default": {"flags": {"migStrategy": "none"}},
+       "ts-4": {"sharing": {"timeSlicing": {"resources": [{"name": "nvidia.com/gpu", "replicas": 4}]}}}}
+
+
+def playbook(name, *args, check=True, timeout=900):
+    env = dict(os.environ, CONTAINERS_CONF=os.path.join(LAB, "containers.conf"),
+               PATH=os.path.join(REPO, ".venv", "bin") + os.pathsep + os.environ.get("PATH", ""),
+               ANSIBLE_FORCE_COLOR="0", ANSIBLE_NOCOLOR="1")
+    res = subprocess.run([os.path.join(REPO, ".venv", "bin", "ansible-playbook"), "-i", INVENTORY,
+                          os.path.join(PLAYBOOKS, name), *args], cwd=REPO, env=env, capture_output=True,
+                         text=True, timeout=timeout, check=False)
+    if check and res.returncode != 0:
+        raise AssertionError(f"ansible-playbook {name} {' '.join(args)} failed ({res.returncode}):\n"
+                             f"{res.stdout[-8000:]}\n{res.stderr[-3000:]}")
+    return res
+
+
+def extra(**values):
+    return ["-e", json.dumps(values)]
+
+
+def report():
+    with open(REPORT, encoding="utf-8") as f:
+        return {n["node"]: n for n in json.load(f)["nodes"]}
+
+
+def validate(*args, **values):
+    res = playbook("validate.yml", *extra(validate_workload_timeout=60, validate_prometheus_wait=40, **values),
+                   *args, check=False)
+    return res, report()
+
+
+@pytest.fixture(scope="module")
+def lab_only(kube):
+    if not kube.lab:
+        pytest.skip("changes the lab's own nodes and operands")
+    return kube
+
+
+def test_make_lab_validates_every_node_green(lab_only, gpu_nodes):
+    """`make lab` ran the whole site, validation last: every node passes all six checks."""
+    nodes = report()
+    assert set(nodes) == set(gpu_nodes)
+    for name, node in nodes.items():
+        assert node["ok"], node
+        assert [c["check"] for c in node["checks"]] == ["host", "operands", "labels", "allocatable", "workload",
+                                                       "metrics"]
+        assert all(c["ok"] and not c.get("skipped") for c in node["checks"]), node
+        allocatable = next(c for c in node["checks"] if c["check"] == "allocatable")
+        assert f"nvidia.com/gpu={gpu_nodes[name]['gpus']}" in allocatable["evidence"][0]
+
+
+def test_a_second_run_of_the_kubernetes_stages_changes_nothing(lab_only):
+    res = playbook("site.yml", "--tags", "cluster,labels,operands")
+    recap = res.stdout[res.stdout.rindex("PLAY RECAP"):]
+    assert "changed=0" in recap and "changed=1" not in recap, recap
+
+
+def test_per_node_time_slicing_from_inventory_and_wrong_replicas_named(lab_only, gpu_nodes):
+    """device_plugin_configs with a time-slicing config, chosen for one node by its
+    node_labels_device_plugin_config (host variable): that node advertises GPUs x 4, the other
+    stays as it was; validating against an inventory that says 2 replicas names allocatable."""
+    kube = lab_only
+    node = "gpuops-lab-l40s"
+    host_vars = os.path.join(INVENTORY, "host_vars")
+    os.makedirs(host_vars, exist_ok=True)
+    path = os.path.join(host_vars, f"{node}.yml")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("node_labels_device_plugin_config: ts-4\n")
+    try:
+        playbook("site.yml", "--tags", "labels,operands", *extra(device_plugin_configs=TS4))
+        want = str(gpu_nodes[node]["gpus"] * 4)
+        kube.wait(lambda: kube.get("node", node)["status"]["allocatable"].get("nvidia.com/gpu") == want,
+                  timeout=120, what=f"{node}: allocatable {want}")
+        other = "gpuops-lab-h100"
+        assert kube.get("node", other)["status"]["allocatable"]["nvidia.com/gpu"] == str(gpu_nodes[other]["gpus"])
+        assert kube.get("node", node)["metadata"]["labels"]["nvidia.com/device-plugin.config"] == "ts-4"
+        # GFD follows the same label: it reports the replicas
+        kube.wait(lambda: kube.get("node", node)["metadata"]["labels"].get("nvidia.com/gpu.replicas") == "4",
+                  timeout=120, what=f"{node}: nvidia.com/gpu.replicas=4")
+
+        res, nodes = validate(device_plugin_configs=TS4)
+        assert res.returncode == 0, res.stdout[-4000:]
+        assert nodes[node]["ok"]
+
+        wrong = json.loads(json.dumps(TS4))
+        wrong["ts-4"]["sharing"]["timeSlicing"]["resources"][0]["replicas"] = 2
+        res, nodes = validate(device_plugin_configs=wrong)
+        assert res.returncode != 0
+        assert nodes[node]["first_failure"] == "allocatable", nodes[node]
+        assert f"advertises {want}, expected {gpu_nodes[node]['gpus'] * 2}" in nodes[node]["summary"]
+        assert nodes[other]["ok"]
+        assert f"{node} is not GPU-ready: check allocatable" in res.stdout
+    finally:
+        os.remove(path)
+        playbook("site.yml", "--tags", "labels,operands")
+    kube.wait(lambda: kube.get("node", node)["status"]["allocatable"].get("nvidia.com/gpu")
+              == str(gpu_nodes[node]["gpus"]), timeout=120, what=f"{node}: allocatable back")
+    assert "nvidia.com/device-plugin.config" not in kube.get("node", node)["metadata"]["labels"]
+
+
+def test_a_crash_looping_device_plugin_is_named_and_the_role_repairs_it(lab_only):
+    kube = lab_only
+    kube.run("-n", NS, "set", "env", "daemonset/nvidia-device-plugin", "-c", "nvidia-device-plugin",
+             "CONFIG_FILE=/config/missing.yaml")
+    try:
+        kube.wait(lambda: any(s.get("restartCount", 0) >= 1 for p in kube.get("-n", NS, "pods", "-l",
+                                                                               "app.kubernetes.io/name=nvidia-device-plugin")["items"]
+                              for s in p["status"].get("containerStatuses", [])),
+                  timeout=120, what="the device plugin restarting")
+        res, nodes = validate(validate_workload=False)
+        assert res.returncode != 0
+        for node in nodes.values():
+            assert node["first_failure"] == "operands", node
+            assert "nvidia-device-plugin" in node["summary"]
+            assert "missing.yaml" in node["summary"] or "CrashLoopBackOff" in node["summary"] \
+                or "Error" in node["summary"], node["summary"]
+    finally:
+        playbook("site.yml", "--tags", "operands")
+    res, nodes = validate(validate_workload=False)
+    assert res.returncode == 0 and all(n["ok"] for n in nodes.values()), res.stdout[-3000:]
+
+
+def test_an_exporter_switched_off_by_an_admin_stays_off_and_is_named(lab_only):
+    """An admin's nvidia.com/gpu.deploy.dcgm-exporter=false removes the exporter from that node;
+    the label stage keeps it, and validation names the missing exporter (operands, then metrics)."""
+    kube = lab_only
+    node = "gpuops-lab-h100"
+    kube.run("label", "node", node, "nvidia.com/gpu.deploy.dcgm-exporter=false", "--overwrite")
+    try:
+        res = playbook("site.yml", "--tags", "labels")
+        assert "keep nvidia.com/gpu.deploy.dcgm-exporter" in res.stdout
+        assert kube.get("node", node)["metadata"]["labels"]["nvidia.com/gpu.deploy.dcgm-exporter"] == "false"
+        kube.wait(lambda: not kube.get("-n", NS, "pods", "-l", "app.kubernetes.io/name=dcgm-exporter",
+                                       "--field-selector", f"spec.nodeName={node}")["items"],
+                  timeout=120, what=f"the exporter gone from {node}")
+        res, nodes = validate(validate_workload=False)
+        assert res.returncode != 0
+        mine = nodes[node]
+        assert mine["first_failure"] == "operands"
+        assert "dcgm-exporter: no pod on the node" in mine["summary"]
+        metrics = next(c for c in mine["checks"] if c["check"] == "metrics")
+        assert not metrics["ok"] and "no dcgm-exporter pod" in metrics["evidence"][0]
+        assert nodes["gpuops-lab-l40s"]["ok"]
+    finally:
+        kube.run("label", "node", node, "nvidia.com/gpu.deploy.dcgm-exporter-")
+        playbook("site.yml", "--tags", "labels,operands")
+
+
+def test_a_node_without_the_nvidia_runtime_fails_the_workload(lab_only):
+    """The toolkit's runtime configuration missing on one node (containerd without its nvidia
+    runtime): the operands already running stay up, but a new GPU pod cannot start there; the
+    validation names the workload stage with the runtime's own error."""
+    kube = lab_only
+    node = "gpuops-lab-l40s"
+    # the container_toolkit role's drop-in holds containerd's nvidia runtime
+    conf = "/etc/containerd/conf.d/99-nvidia.toml"
+    script = f"mv {conf} /root/99-nvidia.toml.gpuops-test && systemctl restart containerd"
+    res = kube.node_exec(node, script)
+    assert res.returncode == 0, res.stderr
+    try:
+        assert "runtimes.nvidia]" not in kube.node_exec(node, "containerd config dump").stdout
+        res, nodes = validate()
+        assert res.returncode != 0
+        mine = nodes[node]
+        assert mine["first_failure"] == "workload", mine
+        assert "nvidia" in mine["summary"] and ("runtime" in mine["summary"] or "handler" in mine["summary"]), \
+            mine["summary"]
+        assert nodes["gpuops-lab-h100"]["ok"]
+    finally:
+        kube.node_exec(node, f"mv /root/99-nvidia.toml.gpuops-test {conf} && systemctl restart containerd")
+    res, nodes = validate(validate_workload=True)
+    assert nodes[node]["ok"], nodes[node]
+
+
+def _render(tmp_path):
+    out = tmp_path / "render"
+    playbook("site.yml", "--tags", "cluster,operands", "-e", f"gpuops_render_dir={out}")
+    return out
+
+
+def test_kubectl_apply_of_the_rendered_objects_changes_nothing(lab_only, tmp_path):
+    """Render mode and the roles' apply agree: a server-side diff of the rendered files (same
+    field manager) against what the roles applied finds no difference."""
+    kube = lab_only
+    out = _render(tmp_path)
+    files = sorted(os.listdir(out))
+    assert any(f.startswith("40-daemonset-") for f in files), files
+    res = kube.run("diff", "--server-side", "--field-manager=gpuops-nvidia", "--force-conflicts", "-f", str(out),
+                   check=False)
+    assert res.returncode == 0, f"rendered objects differ from the applied ones:\n{res.stdout[-4000:]}{res.stderr}"
+
+
+def _snapshot(kube):
+    """What the roles can touch: our objects (by label) in every namespace and cluster-wide, and
+    the nodes' labels, annotations and taints."""
+    kinds = "namespaces,runtimeclasses,priorityclasses,clusterroles,clusterrolebindings,customresourcedefinitions"
+    cluster = kube.get(kinds, "-l", "app.kubernetes.io/managed-by=gpuops.nvidia")["items"]
+    ns_objects = []
+    if kube.run("get", "namespace", NS, check=False).returncode == 0:
+        ns_objects = kube.get("-n", NS, "all,configmaps,secrets,serviceaccounts,roles,rolebindings")["items"]
+    nodes = {}
+    for node in kube.get("nodes")["items"]:
+        meta = node["metadata"]
+        nodes[meta["name"]] = {
+            "labels": {k: v for k, v in meta.get("labels", {}).items() if k != "nvidia.com/gfd.timestamp"},
+            "annotations": {k: v for k, v in meta.get("annotations", {}).items()
+                            if not k.startswith("node.alpha.kubernetes.io/")},
+            "taints": node["spec"].get("taints", [])}
+    return {"cluster": sorted((o["kind"], o["metadata"]["name"]) for o in cluster),
+            "namespaced": sorted((o["kind"], o["metadata"]["name"]) for o in ns_objects
+                                 if o["kind"] not in ("Event",) and o["metadata"]["name"] != "kube-root-ca.crt"
+                                 and not (o["kind"] == "ServiceAccount" and o["metadata"]["name"] == "default")),
+            "nodes": nodes}
+
+
+ABSENT = extra(cluster_state="absent", node_labels_state="absent", device_plugin_state="absent",
+               gpu_feature_discovery_state="absent", dcgm_exporter_state="absent")
+
+
+def _absent():
+    # the operands first, then the node labels, then the cluster objects they need
+    playbook("site.yml", "--tags", "operands", *ABSENT)
+    playbook("site.yml", "--tags", "labels", *ABSENT)
+    playbook("site.yml", "--tags", "cluster", *ABSENT)
+
+
+def test_state_absent_leaves_the_cluster_as_it_was(lab_only):
+    """Removed, the cluster's objects and the nodes' labels, annotations and taints are exactly
+    what they were before the roles ran; applied again and removed again, the same."""
+    kube = lab_only
+    _absent()
+    before = _snapshot(kube)
+    assert before["cluster"] == [] and before["namespaced"] == [], before
+    for name, node in before["nodes"].items():
+        assert not [k for k in node["labels"] if k.startswith(("nvidia.com/", "gpuops.nvidia/"))], (name, node)
+        assert "gpuops.nvidia/previous-labels" not in node["annotations"]
+    try:
+        playbook("site.yml", "--tags", "cluster,labels,operands")
+        assert _snapshot(kube) != before
+        _absent()
+        after = _snapshot(kube)
+        assert after == before
+    finally:
+        playbook("site.yml", "--tags", "cluster,labels,operands")

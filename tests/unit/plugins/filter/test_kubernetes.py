@@ -1,0 +1,143 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The Kubernetes roles' filters: every name the roles and templates use is there, each is a thin
+wrapper over module_utils, and a mistake inside becomes an AnsibleFilterError that names the filter."""
+from __future__ import annotations
+
+import os
+import re
+
+import pytest
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.gpuops.nvidia.plugins.filter import kubernetes
+from ansible_collections.gpuops.nvidia.plugins.filter.kubernetes import FilterModule
+
+COLLECTION = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "..")
+
+# the filters the Kubernetes roles are built on (more may be added; none of these may go)
+FILTER_NAMES = {
+    "image_ref", "k8s_render_name", "rollout_problems", "pods_not_ready", "k8s_selector",
+    "node_desired_labels", "node_unhealthy_codes", "node_label_plan", "node_label_changes",
+    "device_plugin_config_errors", "device_plugin_config_render", "device_plugin_expected_resources",
+    "device_plugin_node_config", "dcgm_metrics", "dcgm_metrics_errors", "dcgm_metrics_csv", "dcgm_metric_names",
+}
+# filters of the collection's other filter plugins
+OTHER_PLUGINS = {"finding_lines"}
+
+
+@pytest.fixture(scope="module")
+def filters():
+    return FilterModule().filters()
+
+
+def test_every_filter_is_there(filters):
+    assert FILTER_NAMES - set(filters) == set()
+
+
+def test_every_documented_filter_is_there(filters):
+    documented = set(re.findall(r"``(\w+)\(", kubernetes.__doc__))
+    assert documented >= {"image_ref", "k8s_render_name", "rollout_problems", "dcgm_metrics"}
+    assert documented - set(filters) == set()
+
+
+def roles_filter_uses():
+    """The gpuops.nvidia filters the roles apply: `| gpuops.nvidia.NAME` and map('gpuops.nvidia.NAME')."""
+    used = set()
+    for top, _dirs, files in os.walk(os.path.join(COLLECTION, "roles")):
+        for name in files:
+            if name.endswith((".yml", ".yaml", ".j2")):
+                with open(os.path.join(top, name), encoding="utf-8") as handle:
+                    text = handle.read()
+                used.update(re.findall(r"\|\s*gpuops\.nvidia\.(\w+)", text))
+                used.update(re.findall(r"\b(?:map|select|reject)\(\s*['\"]gpuops\.nvidia\.(\w+)", text))
+    return used
+
+
+def test_every_filter_the_roles_use_is_there(filters):
+    used = roles_filter_uses()
+    assert {"image_ref", "k8s_render_name", "rollout_problems", "k8s_selector"} <= used
+    assert used - set(filters) - OTHER_PLUGINS == set()
+
+
+@pytest.mark.parametrize("name", sorted(FILTER_NAMES))
+def test_each_filter_is_callable_under_its_name(filters, name):
+    assert callable(filters[name])
+    assert filters[name].__name__ == name
+
+
+# ---- the wrappers pass their arguments on ---------------------------------------------------------
+
+PLUGIN = "nvcr.io/nvidia/k8s-device-plugin:v0.20.0"
+POD = {"metadata": {"name": "dp-a"}, "spec": {"nodeName": "node-a"},
+       "status": {"phase": "Pending", "containerStatuses": [
+           {"name": "nvidia-device-plugin", "ready": False, "state": {"waiting": {"reason": "ContainerCreating"}}}]}}
+
+RESULTS = [
+    # (id, filter, args, kwargs, expected)
+    ("image_ref-mirror", "image_ref", (PLUGIN, "mirror.example:5000"), {},
+     "mirror.example:5000/nvidia/k8s-device-plugin:v0.20.0"),
+    # gpuops_image_registry | default('') gives '' when unset: no rewrite
+    ("image_ref-empty-registry", "image_ref", (PLUGIN, ""), {}, PLUGIN),
+    ("image_ref-no-registry", "image_ref", (PLUGIN,), {}, PLUGIN),
+    ("k8s_render_name", "k8s_render_name", ({"kind": "Namespace", "metadata": {"name": "gpuops-nvidia"}},), {},
+     "00-namespace-gpuops-nvidia.yaml"),
+    ("k8s_selector", "k8s_selector", ({"b": "2", "a": "1"},), {}, ["a=1", "b=2"]),
+    # the pods come first (they are what the filter is applied to), then the workload
+    ("rollout_problems", "rollout_problems", ([POD], "nvidia-device-plugin", None, ["node-a", "node-b"]), {},
+     ["node-a: pod dp-a Pending; container nvidia-device-plugin waiting: ContainerCreating",
+      "node-b: no nvidia-device-plugin pod (check the node's labels, taints and the DaemonSet's nodeSelector "
+      "and tolerations)"]),
+    ("rollout_problems-defaults", "rollout_problems", (None, "dcgm-exporter"), {}, []),
+    ("pods_not_ready", "pods_not_ready", ([POD],), {},
+     ["dp-a: Pending; container nvidia-device-plugin waiting: ContainerCreating"]),
+]
+
+
+@pytest.mark.parametrize("name, args, kwargs, expected", [case[1:] for case in RESULTS],
+                         ids=[case[0] for case in RESULTS])
+def test_filter_results(filters, name, args, kwargs, expected):
+    assert filters[name](*args, **kwargs) == expected
+
+
+# ---- errors inside become AnsibleFilterError naming the filter --------------------------------------
+
+ERRORS = [
+    # (id, filter, args, a fragment of the message after "<filter>: ")
+    ("image_ref-no-tag", "image_ref", ("nvcr.io/nvidia/k8s-device-plugin", "mirror.example:5000"),
+     "has neither a tag nor a digest"),
+    ("image_ref-bad-digest", "image_ref", ("nvcr.io/nvidia/x@sha256:abc",),
+     "the digest must be sha256:<64 hex digits>"),
+    ("image_ref-empty", "image_ref", ("",), "an image must be a non-empty string"),
+    # a KeyError: a pod without metadata
+    ("pods_not_ready-key-error", "pods_not_ready", ([{"status": {"phase": "Running"}}],), "'metadata'"),
+    ("rollout_problems-key-error", "rollout_problems", ([{"spec": {"nodeName": "n"}}], "x", [], ["n"]),
+     "'metadata'"),
+    # a TypeError: severities that are not a list
+    ("node_unhealthy_codes-type-error", "node_unhealthy_codes", ({"health": []}, None), "not iterable"),
+    ("node_label_plan-bad-state", "node_label_plan", ({}, {}, [], None, "gone"), "state must be one of"),
+    ("node_desired_labels-bad-config-name", "node_desired_labels", ({"gpus": [{}]}, None, "bad value!"),
+     "is not a valid label value for nvidia.com/device-plugin.config"),
+    ("dcgm_metrics-malformed-row", "dcgm_metrics", (["DCGM_FI_DEV_GPU_TEMP"],),
+     "row 1 (DCGM_FI_DEV_GPU_TEMP): malformed: 1 comma-separated parts, dcgm-exporter needs exactly 3"),
+    ("dcgm_metrics_csv-bad-mapping", "dcgm_metrics_csv", ([{"x": 1}],), "malformed: the mapping lacks field"),
+]
+
+
+@pytest.mark.parametrize("name, args, fragment", [case[1:] for case in ERRORS], ids=[case[0] for case in ERRORS])
+def test_errors_name_the_filter(filters, name, args, fragment):
+    with pytest.raises(AnsibleFilterError) as err:
+        filters[name](*args)
+    message = str(err.value)
+    assert message.startswith(name + ": ")
+    assert fragment in message
+    # the original exception is kept as the cause
+    assert isinstance(err.value.__cause__, (ValueError, TypeError, KeyError))
+
+
+def test_value_error_inside_becomes_filter_error(filters):
+    with pytest.raises(AnsibleFilterError, match=r"^image_ref: image 'nvcr\.io/nvidia/x' has neither a tag nor a "
+                                                 r"digest: pin one") as err:
+        filters["image_ref"]("nvcr.io/nvidia/x")
+    assert isinstance(err.value.__cause__, ValueError)
