@@ -6,6 +6,8 @@ a pure function in module_utils (k8s_objects, node_labels, device_plugin_config,
 the logic is tested there and the roles stay a readable sequence.
 
 - ``image_ref(image, registry)``: IMAGE with its registry replaced by an air-gapped mirror.
+- ``image_problem(image, registry, name)``, ``image_problem_of([image, name], registry)``: why an image
+  variable is unusable (None when it is fine).
 - ``k8s_render_name(obj)``: the file name render mode writes OBJ to.
 - ``rollout_problems(pods, workload, events, nodes)``: why a workload is not ready, per node.
 - ``pods_not_ready(pods)``: the pods that are not Running and Ready, with the reason.
@@ -53,6 +55,12 @@ def image_ref(image, registry=None):
     return k8s_objects.image_ref(image, registry or None)
 
 
+def image_problem_of(pair, registry=None):
+    """[image, variable name] -> why it is unusable, or None."""
+    image, name = pair
+    return k8s_objects.image_problem(image, registry or None, name)
+
+
 def rollout_problems(pods, workload, events=None, nodes=None):
     return k8s_objects.rollout_problems(workload, pods or [], events or [], nodes or [])
 
@@ -80,6 +88,8 @@ class FilterModule:
         table = {
             "image_ref": image_ref,
             "k8s_render_name": k8s_objects.render_name,
+            "image_problem": k8s_objects.image_problem,
+            "image_problem_of": image_problem_of,
             "rollout_problems": rollout_problems,
             "pods_not_ready": k8s_objects.pods_not_ready,
             "k8s_selector": k8s_objects.selector,

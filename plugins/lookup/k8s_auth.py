@@ -5,9 +5,6 @@
 
 from __future__ import annotations
 
-from ansible.errors import AnsibleLookupError
-from ansible.plugins.lookup import LookupBase
-
 __metaclass__ = type
 
 DOCUMENTATION = r"""
@@ -42,6 +39,9 @@ _raw:
   type: list
   elements: dict
 """
+
+from ansible.errors import AnsibleLookupError
+from ansible.plugins.lookup import LookupBase
 
 OPTIONS = {
     "gpuops_kubeconfig": "kubeconfig",

@@ -65,10 +65,42 @@ def split_image(image: str) -> dict:
     return {"registry": registry, "repository": rest, "tag": tag, "digest": digest}
 
 
+_REGISTRY = re.compile(r"^[a-z0-9]([a-z0-9.-]*[a-z0-9])?(:[0-9]{1,5})?(/[a-z0-9]+(?:[._-][a-z0-9]+)*)*$")
+
+
+def registry_problem(registry: str | None) -> str | None:
+    """Why REGISTRY (gpuops_image_registry) cannot prefix an image reference, or None."""
+    if not registry:
+        return None
+    text = registry.strip().rstrip("/")
+    if "://" in text:
+        return (f"{registry!r} has a scheme; give the registry as host[:port][/path], "
+                "e.g. mirror.example:5000/nvidia")
+    if not _REGISTRY.match(text):
+        return (f"{registry!r} is not a registry host[:port][/path] in lower case without spaces, "
+                "e.g. mirror.example:5000/nvidia")
+    return None
+
+
+def image_problem(image, registry: str | None = None, name: str = "image") -> str | None:
+    """Why the image variable NAME (with the registry mirror REGISTRY) is unusable, or None."""
+    problem = registry_problem(registry)
+    if problem:
+        return f"gpuops_image_registry: {problem}"
+    try:
+        image_ref(image, registry)
+    except ValueError as exc:
+        return f"{name}: {exc}"
+    return None
+
+
 def image_ref(image: str, registry: str | None = None) -> str:
     """IMAGE with its registry replaced by REGISTRY (an air-gapped mirror such as
     `mirror.example:5000` or `mirror.example/nvcr` with a path prefix) when one is given."""
     parts = split_image(image)
+    problem = registry_problem(registry)
+    if problem:
+        raise ValueError(problem)
     reg = (registry or "").strip().rstrip("/") or parts["registry"]
     text = (reg + "/" if reg else "") + parts["repository"]
     if parts["tag"]:

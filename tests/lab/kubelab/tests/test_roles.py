@@ -62,8 +62,8 @@ def test_make_lab_validates_every_node_green(lab_only, gpu_nodes):
     assert set(nodes) == set(gpu_nodes)
     for name, node in nodes.items():
         assert node["ok"], node
-        assert [c["check"] for c in node["checks"]] == ["host", "operands", "labels", "allocatable", "workload",
-                                                       "metrics"]
+        checks = ["host", "operands", "labels", "allocatable", "workload", "metrics"]
+        assert [c["check"] for c in node["checks"]] == checks
         assert all(c["ok"] and not c.get("skipped") for c in node["checks"]), node
         allocatable = next(c for c in node["checks"] if c["check"] == "allocatable")
         assert f"nvidia.com/gpu={gpu_nodes[name]['gpus']}" in allocatable["evidence"][0]
@@ -123,10 +123,10 @@ def test_a_crash_looping_device_plugin_is_named_and_the_role_repairs_it(lab_only
     kube.run("-n", NS, "set", "env", "daemonset/nvidia-device-plugin", "-c", "nvidia-device-plugin",
              "CONFIG_FILE=/config/missing.yaml")
     try:
-        kube.wait(lambda: any(s.get("restartCount", 0) >= 1 for p in kube.get("-n", NS, "pods", "-l",
-                                                                               "app.kubernetes.io/name=nvidia-device-plugin")["items"]
-                              for s in p["status"].get("containerStatuses", [])),
-                  timeout=120, what="the device plugin restarting")
+        def restarted():
+            pods = kube.get("-n", NS, "pods", "-l", "app.kubernetes.io/name=nvidia-device-plugin")["items"]
+            return any(s.get("restartCount", 0) >= 1 for p in pods for s in p["status"].get("containerStatuses", []))
+        kube.wait(restarted, timeout=120, what="the device plugin restarting")
         res, nodes = validate(validate_workload=False)
         assert res.returncode != 0
         for node in nodes.values():
