@@ -16,9 +16,6 @@ def main(argv):
             c.down()
         elif cmd == "status":
             print(c.status())
-        elif cmd == "operands":
-            from . import operands
-            operands.deploy()
         elif cmd == "synthetic":
             if not args or not args[0].isdigit():
                 raise LabError("usage: tests/lab/kube synthetic N [PROFILE]")

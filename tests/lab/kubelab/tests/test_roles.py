@@ -192,6 +192,112 @@ def test_a_node_without_the_nvidia_runtime_fails_the_workload(lab_only):
     assert nodes[node]["ok"], nodes[node]
 
 
+def test_a_sick_node_is_labelled_and_tainted_until_it_is_healthy_again(lab_only):
+    """gpu_info's error findings (here: the fake NVML's fault profile on the H100 node: XIDs,
+    uncorrectable ECC, a row-remap failure, NVLinks down, a lost GPU; a degraded PCIe link)
+    become the health label and the taint; healthy again, both go and other taints stay."""
+    kube = lab_only
+    node = "gpuops-lab-h100"
+    kube.run("taint", "node", node, "example.com/maintenance=soon:PreferNoSchedule")
+    swap = ("cp -p /etc/gpuops-fake-nvml/profile /root/profile.gpuops-test && "
+            "cp /etc/gpuops-fake-nvml/profiles/hgx-h100-faults.profile /etc/gpuops-fake-nvml/profile")
+    assert kube.node_exec(node, swap).returncode == 0
+    try:
+        res = playbook("site.yml", "--tags", "labels", "--limit", node, *extra(node_labels_refresh_facts=True))
+        labels = kube.get("node", node)["metadata"]["labels"]
+        health = labels["gpuops.nvidia/gpu.health"]
+        for code in ("ecc_uncorrectable", "gpu_lost", "nvlink_down", "pcie_link_degraded", "row_remap_failure"):
+            assert code in health, health
+        taints = kube.get("node", node)["spec"]["taints"]
+        ours = [t for t in taints if t["key"] == "gpuops.nvidia/gpu-unhealthy"]
+        assert ours and ours[0]["effect"] == "NoSchedule" and ours[0]["value"] == health, taints
+        assert "taint gpuops.nvidia/gpu-unhealthy=" in res.stdout
+        # the operands tolerate the taint and stay, to keep reporting the sick GPUs
+        operands = kube.get("-n", NS, "pods", "--field-selector", f"spec.nodeName={node}")["items"]
+        assert {p["metadata"]["labels"].get("app.kubernetes.io/name") for p in operands} >= {
+            "nvidia-device-plugin", "gpu-feature-discovery", "dcgm-exporter"}
+    finally:
+        kube.node_exec(node, "mv /root/profile.gpuops-test /etc/gpuops-fake-nvml/profile")
+    res = playbook("site.yml", "--tags", "labels", "--limit", node, *extra(node_labels_refresh_facts=True))
+    after = kube.get("node", node)
+    assert after["metadata"]["labels"]["gpuops.nvidia/gpu.health"] == "healthy"
+    keys = [t["key"] for t in after["spec"].get("taints", [])]
+    assert "gpuops.nvidia/gpu-unhealthy" not in keys and "example.com/maintenance" in keys, keys
+    kube.run("taint", "node", node, "example.com/maintenance-")
+    # the device plugin saw the fault profile's XIDs: a fresh pod marks the GPUs healthy again
+    kube.run("-n", NS, "delete", "pod", "-l", "app.kubernetes.io/name=nvidia-device-plugin",
+             "--field-selector", f"spec.nodeName={node}")
+    kube.run("-n", NS, "rollout", "status", "daemonset/nvidia-device-plugin", "--timeout=180s", timeout=200)
+
+
+def test_check_mode_reports_a_change_and_makes_none(lab_only):
+    kube = lab_only
+    configs = {"default": {"flags": {"migStrategy": "none"}}, "ts-2": TS4["ts-4"]}
+    before = kube.get("-n", NS, "configmap", "nvidia-device-plugin-configs")
+    res = playbook("site.yml", "--tags", "operands", "--check", "--diff", *extra(device_plugin_configs=configs))
+    assert "changed=1" in res.stdout[res.stdout.rindex("PLAY RECAP"):] or "changed: [" in res.stdout
+    after = kube.get("-n", NS, "configmap", "nvidia-device-plugin-configs")
+    assert after["data"] == before["data"] and "ts-2" not in after["data"]
+    assert after["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
+
+
+def test_a_rollout_that_cannot_complete_names_the_nodes_and_why(lab_only):
+    args = extra(dcgm_exporter_image="nvcr.io/nvidia/k8s/dcgm-exporter:0.0.0-missing", dcgm_exporter_wait_timeout=30)
+    res = playbook("site.yml", "--tags", "operands", *args, check=False)
+    try:
+        assert res.returncode != 0
+        out = res.stdout
+        assert "DaemonSet/dcgm-exporter in gpuops-nvidia did not become ready within 30s" in out, out[-3000:]
+        for node in ("gpuops-lab-h100", "gpuops-lab-l40s"):
+            assert f"{node}: pod dcgm-exporter-" in out
+        assert "ErrImage" in out or "ImagePull" in out, out[-3000:]
+    finally:
+        playbook("site.yml", "--tags", "operands")
+
+
+def test_registry_credentials_become_a_pull_secret_and_never_reach_the_log(lab_only):
+    kube = lab_only
+    password = "s3cr3t-Pa55-for-the-test"
+    creds = [{"name": "gpuops-test-registry", "registry": "mirror.example:5000", "username": "robot",
+              "password": password}]
+    res = playbook("site.yml", "--tags", "cluster", "-v", *extra(cluster_registry_credentials=creds))
+    try:
+        assert password not in res.stdout + res.stderr
+        secret = kube.get("-n", NS, "secret", "gpuops-test-registry")
+        assert secret["type"] == "kubernetes.io/dockerconfigjson"
+        import base64  # pylint: disable=import-outside-toplevel
+        config = json.loads(base64.b64decode(secret["data"][".dockerconfigjson"]))
+        assert config["auths"]["mirror.example:5000"]["password"] == password
+    finally:
+        kube.run("-n", NS, "delete", "secret", "gpuops-test-registry", check=False)
+
+
+def test_a_service_monitor_once_the_prometheus_operator_is_there(lab_only):
+    """With the Prometheus Operator's ServiceMonitor type in the cluster (here its CRD only), the
+    exporter role adds a ServiceMonitor; without it, it says why there is none."""
+    kube = lab_only
+    res = playbook("site.yml", "--tags", "operands")
+    assert "No ServiceMonitor: the cluster has no Prometheus Operator" in res.stdout
+    crd = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+           "metadata": {"name": "servicemonitors.monitoring.coreos.com"},
+           "spec": {"group": "monitoring.coreos.com", "scope": "Namespaced",
+                    "names": {"kind": "ServiceMonitor", "listKind": "ServiceMonitorList", "plural": "servicemonitors",
+                              "singular": "servicemonitor"},
+                    "versions": [{"name": "v1", "served": True, "storage": True,
+                                  "schema": {"openAPIV3Schema": {"type": "object",
+                                                                 "x-kubernetes-preserve-unknown-fields": True}}}]}}
+    kube.apply(crd)
+    kube.run("wait", "--for=condition=Established", "crd/servicemonitors.monitoring.coreos.com", "--timeout=60s")
+    try:
+        playbook("site.yml", "--tags", "operands", *extra(dcgm_exporter_service_monitor_labels={"release": "prom"}))
+        sm = kube.get("-n", NS, "servicemonitor", "dcgm-exporter")
+        assert sm["metadata"]["labels"]["release"] == "prom"
+        assert sm["spec"]["endpoints"][0]["port"] == "metrics"
+        assert sm["spec"]["selector"]["matchLabels"] == {"app.kubernetes.io/name": "dcgm-exporter"}
+    finally:
+        kube.run("delete", "crd", "servicemonitors.monitoring.coreos.com", check=False)
+
+
 def _render(tmp_path):
     out = tmp_path / "render"
     playbook("site.yml", "--tags", "cluster,operands", "-e", f"gpuops_render_dir={out}")
