@@ -70,9 +70,9 @@ _REGISTRY = re.compile(r"^[a-z0-9]([a-z0-9.-]*[a-z0-9])?(:[0-9]{1,5})?(/[a-z0-9]
 
 def registry_problem(registry: str | None) -> str | None:
     """Why REGISTRY (gpuops_image_registry) cannot prefix an image reference, or None."""
-    if not registry:
+    text = (registry or "").strip().rstrip("/")
+    if not text:
         return None
-    text = registry.strip().rstrip("/")
     if "://" in text:
         return (f"{registry!r} has a scheme; give the registry as host[:port][/path], "
                 "e.g. mirror.example:5000/nvidia")

@@ -15,7 +15,11 @@ __metaclass__ = type
 
 CHECKS = ("host", "operands", "labels", "allocatable", "workload", "metrics")
 
-_SMI_LINE = re.compile(r"^GPU (\d+): (.+?) \(UUID: (GPU-[0-9a-fA-F-]+|MIG-[0-9a-fA-F-]+)\)")
+# `nvidia-smi -L`: a line per GPU, and below a GPU in MIG mode an indented line per MIG device
+# the process can see ("  MIG 1g.10gb     Device  0: (UUID: MIG-...)"; drivers before R470 print
+# MIG-GPU-<uuid>/<gi>/<ci> UUIDs)
+_SMI_GPU_LINE = re.compile(r"^GPU (\d+): (.+?) \(UUID: (GPU-[^)\s]+)\)")
+_SMI_MIG_LINE = re.compile(r"^MIG (\S+)\s+Device\s+(\d+): \(UUID: (MIG-[^)\s]+)\)")
 _UUID_LABEL = re.compile(r'\bUUID="([^"]+)"')
 
 
@@ -34,6 +38,10 @@ def host_problems(info: dict) -> list:
     if not driver.get("loaded"):
         problems.append(f"the driver is not usable: {driver.get('reason') or 'unknown'} "
                         f"({driver.get('message') or 'NVML did not open'})")
+    if pci_gpus and not gpus and driver.get("loaded"):
+        drivers = sorted({g.get("driver") or "none" for g in pci_gpus})
+        problems.append(f"{len(pci_gpus)} NVIDIA GPUs on the PCI bus but NVML lists none "
+                        f"(kernel driver bound: {', '.join(drivers)})")
     if pci_gpus and gpus and len(pci_gpus) != len(gpus):
         problems.append(f"{len(pci_gpus)} NVIDIA GPUs on the PCI bus but NVML lists {len(gpus)}")
     for finding in info.get("health") or []:
@@ -106,7 +114,8 @@ def label_problems(info: dict, labels: dict) -> list:
 def allocatable_problems(expected: dict, allocatable: dict) -> list:
     """The node's allocatable NVIDIA resources against what its device plugin configuration
     makes of its GPUs: the same names, the same counts."""
-    have = {k: str(v) for k, v in (allocatable or {}).items() if k.startswith("nvidia.com/")}
+    # a resource the plugin no longer advertises stays in allocatable at 0 (kubelet behaviour)
+    have = {k: str(v) for k, v in (allocatable or {}).items() if k.startswith("nvidia.com/") and str(v) != "0"}
     want = {k: str(v) for k, v in (expected or {}).items()}
     problems = []
     for key in sorted(set(have) | set(want)):
@@ -120,20 +129,24 @@ def allocatable_problems(expected: dict, allocatable: dict) -> list:
 
 
 def smi_problems(log: str, info: dict) -> list:
-    """`nvidia-smi -L` inside the test pod: exactly one device, one of this node's."""
-    lines = [m for m in (_SMI_LINE.match(line.strip()) for line in (log or "").splitlines()) if m]
-    if not lines:
+    """`nvidia-smi -L` inside the test pod: exactly one device, one of this node's. A pod given a
+    MIG device sees that device's GPU and, below it, the one MIG device."""
+    stripped = [text.strip() for text in (log or "").splitlines()]
+    gpu_lines = [m for m in (_SMI_GPU_LINE.match(text) for text in stripped) if m]
+    mig_lines = [m for m in (_SMI_MIG_LINE.match(text) for text in stripped) if m]
+    if not gpu_lines and not mig_lines:
         return [f"nvidia-smi listed no GPU in the test pod (log: {(log or '').strip()[-300:] or 'empty'})"]
     uuids = {g.get("uuid") for g in info.get("gpus") or []}
     uuids |= {d.get("uuid") for g in info.get("gpus") or [] for d in (g.get("mig") or {}).get("devices") or []}
-    gpu_lines = [m for m in lines if m.group(3).startswith("GPU-")]
     problems = []
     if len(gpu_lines) != 1:
         problems.append(f"the test pod asked for one GPU but nvidia-smi lists {len(gpu_lines)}")
-    for match in lines:
-        if match.group(3) not in uuids:
-            problems.append(f"nvidia-smi in the test pod shows {match.group(3)} ({match.group(2)}), "
-                            "which is not a GPU of this node")
+    if len(mig_lines) > 1:
+        problems.append(f"the test pod asked for one GPU but nvidia-smi lists {len(mig_lines)} MIG devices")
+    shown = [(m.group(3), m.group(2)) for m in gpu_lines] + [(m.group(3), "MIG " + m.group(1)) for m in mig_lines]
+    for uuid, name in shown:
+        if uuid not in uuids:
+            problems.append(f"nvidia-smi in the test pod shows {uuid} ({name}), which is not a GPU of this node")
     return problems
 
 

@@ -418,3 +418,177 @@ SELECTORS = [
 @pytest.mark.parametrize("labels, expected", [case[1:] for case in SELECTORS], ids=[case[0] for case in SELECTORS])
 def test_selector(labels, expected):
     assert k8s_objects.selector(labels) == expected
+
+
+# ---- registry_problem / image_problem: the registry mirror and the image variables ----------------
+
+REGISTRY_PROBLEMS = [
+    # (id, gpuops_image_registry, the whole problem as a regular expression, or None)
+    ("none", None, None),
+    ("empty", "", None),
+    ("host", "mirror.example", None),
+    ("host-port-path", "mirror.example:5000/nvidia", None),
+    ("host-port-deeper-path", "registry.corp.example:443/mirrors/nvcr.io", None),
+    ("trailing-slash", "mirror.example:5000/nvidia/", None),
+    ("surrounding-spaces", " mirror.example:5000 ", None),
+    ("localhost-port", "localhost:5000", None),
+    ("ip-port", "10.0.0.5:5000", None),
+    ("https-scheme", "https://mirror.example:5000",
+     r"^'https://mirror\.example:5000' has a scheme; give the registry as host\[:port\]\[/path\], "
+     r"e\.g\. mirror\.example:5000/nvidia$"),
+    ("oci-scheme", "oci://mirror.example/nvidia", r"^'oci://mirror\.example/nvidia' has a scheme"),
+    ("upper-case", "Mirror.Example:5000",
+     r"^'Mirror\.Example:5000' is not a registry host\[:port\]\[/path\] in lower case without spaces, "
+     r"e\.g\. mirror\.example:5000/nvidia$"),
+    ("upper-case-path", "mirror.example/NVIDIA", r"is not a registry host\[:port\]\[/path\] in lower case"),
+    ("inner-space", "mirror.example /nvidia", r"^'mirror\.example /nvidia' is not a registry host"),
+    ("space-in-host", "my mirror:5000", r"without spaces"),
+    ("port-not-a-number", "mirror.example:http", r"is not a registry host"),
+    ("port-too-long", "mirror.example:500000", r"is not a registry host"),
+    ("leading-dash", "-mirror.example", r"is not a registry host"),
+    ("empty-path-element", "mirror.example//nvidia", r"is not a registry host"),
+    ("tag-like", "mirror.example/nvidia:v1", r"is not a registry host"),
+]
+
+
+@pytest.mark.parametrize("registry, message", [case[1:] for case in REGISTRY_PROBLEMS],
+                         ids=[case[0] for case in REGISTRY_PROBLEMS])
+def test_registry_problem(registry, message):
+    problem = k8s_objects.registry_problem(registry)
+    if message is None:
+        assert problem is None
+    else:
+        assert re.search(message, problem), problem
+
+
+IMAGE_PROBLEMS = [
+    # (id, image, registry, variable name, the whole problem as a regular expression, or None)
+    ("fine", PLUGIN, None, "device_plugin_image", None),
+    ("fine-with-mirror", PLUGIN, "mirror.example:5000/nvidia", "device_plugin_image", None),
+    ("no-tag", "nvcr.io/nvidia/k8s-device-plugin", None, "device_plugin_image",
+     r"^device_plugin_image: image 'nvcr\.io/nvidia/k8s-device-plugin' has neither a tag nor a digest"),
+    ("upper-case-repository", "nvcr.io/NVIDIA/dcgm-exporter:4.6.0", None, "dcgm_exporter_image",
+     r"^dcgm_exporter_image: image 'nvcr\.io/NVIDIA/dcgm-exporter:4\.6\.0': 'NVIDIA/dcgm-exporter' is not a valid "
+     r"repository path"),
+    ("empty", "", None, "validate_cuda_image", r"^validate_cuda_image: an image must be a non-empty string"),
+    ("space-in-image", "nvcr.io/nvidia/k8s-device-plugin: v0.20.0", None, "device_plugin_image",
+     r"^device_plugin_image: image .* is not a valid tag$"),
+    # the registry's problem comes first and is named by its own variable, whatever the image
+    ("scheme-refused", PLUGIN, "https://mirror.example", "device_plugin_image",
+     r"^gpuops_image_registry: 'https://mirror\.example' has a scheme; give the registry as host\[:port\]\[/path\]"),
+    ("upper-case-registry", "nvcr.io/nvidia/x", "Mirror.Example", "device_plugin_image",
+     r"^gpuops_image_registry: 'Mirror\.Example' is not a registry host\[:port\]\[/path\] in lower case"),
+    ("space-in-registry", PLUGIN, "mirror example", "device_plugin_image",
+     r"^gpuops_image_registry: 'mirror example' is not a registry host"),
+    ("default-name", "busybox", None, "image", r"^image: image 'busybox' has neither a tag nor a digest"),
+]
+
+
+@pytest.mark.parametrize("image, registry, name, message", [case[1:] for case in IMAGE_PROBLEMS],
+                         ids=[case[0] for case in IMAGE_PROBLEMS])
+def test_image_problem(image, registry, name, message):
+    problem = k8s_objects.image_problem(image, registry, name)
+    if message is None:
+        assert problem is None
+    else:
+        assert re.search(message, problem), problem
+
+
+def test_image_problem_default_name_and_registry():
+    assert k8s_objects.image_problem(PLUGIN) is None
+    assert k8s_objects.image_problem("x").startswith("image: ")
+
+
+def test_image_ref_refuses_a_bad_registry():
+    with pytest.raises(ValueError, match=r"^'https://mirror\.example' has a scheme"):
+        k8s_objects.image_ref(PLUGIN, "https://mirror.example")
+
+
+# ---- nfd_cleanup_patch: what Node Feature Discovery left on a node --------------------------------
+
+def nfd_node(labels=None, annotations=None):
+    base_labels = {"kubernetes.io/hostname": "gpu-1", "kubernetes.io/os": "linux"}
+    base_annotations = {"node.alpha.kubernetes.io/ttl": "0",
+                        "volumes.kubernetes.io/controller-managed-attach-detach": "true"}
+    return {"apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": "gpu-1", "labels": dict(base_labels, **(labels or {})),
+                         "annotations": dict(base_annotations, **(annotations or {}))}}
+
+
+NFD_LABELS = {
+    "feature.node.kubernetes.io/cpu-cpuid.AVX512F": "true",
+    "feature.node.kubernetes.io/kernel-version.full": "6.1.0-37-amd64",
+    "feature.node.kubernetes.io/pci-10de.present": "true",
+    "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3",
+}
+NFD_ANNOTATIONS = {
+    "nfd.node.kubernetes.io/feature-labels":
+        "cpu-cpuid.AVX512F,kernel-version.full,pci-10de.present,nvidia.com/gpu.product",
+    "nfd.node.kubernetes.io/extended-resources": "",
+    "nfd.node.kubernetes.io/worker.version": "v0.17.3",
+}
+
+
+def remove(kind, escaped):
+    return {"op": "remove", "path": f"/metadata/{kind}/{escaped}"}
+
+
+NFD_ANNOTATION_OPS = [remove("annotations", "nfd.node.kubernetes.io~1extended-resources"),
+                      remove("annotations", "nfd.node.kubernetes.io~1feature-labels"),
+                      remove("annotations", "nfd.node.kubernetes.io~1worker.version")]
+NFD_LABEL_OPS = [remove("labels", "feature.node.kubernetes.io~1cpu-cpuid.AVX512F"),
+                 remove("labels", "feature.node.kubernetes.io~1kernel-version.full"),
+                 remove("labels", "feature.node.kubernetes.io~1pci-10de.present"),
+                 remove("labels", "nvidia.com~1gpu.product")]
+
+NFD_CLEANUPS = [
+    # (id, node, ops)
+    # names without a namespace are NFD's feature.node.kubernetes.io ones; others (GFD's, through
+    # NFD's master) as listed; labels in the listed order, then every NFD annotation in name order
+    ("listed-labels-and-annotations", nfd_node(NFD_LABELS, NFD_ANNOTATIONS), NFD_LABEL_OPS + NFD_ANNOTATION_OPS),
+    ("listed-label-already-gone",
+     nfd_node({k: v for k, v in NFD_LABELS.items() if k != "feature.node.kubernetes.io/kernel-version.full"},
+              NFD_ANNOTATIONS),
+     [op for op in NFD_LABEL_OPS if "kernel-version" not in op["path"]] + NFD_ANNOTATION_OPS),
+    ("unlisted-labels-kept",
+     nfd_node(dict(NFD_LABELS, **{"feature.node.kubernetes.io/custom": "true", "nvidia.com/gpu.deploy.gfd": "true"}),
+              NFD_ANNOTATIONS),
+     NFD_LABEL_OPS + NFD_ANNOTATION_OPS),
+    ("spaces-and-empty-names-in-the-list",
+     nfd_node(NFD_LABELS, {"nfd.node.kubernetes.io/feature-labels": " pci-10de.present, ,nvidia.com/gpu.product,"}),
+     [remove("labels", "feature.node.kubernetes.io~1pci-10de.present"), remove("labels", "nvidia.com~1gpu.product"),
+      remove("annotations", "nfd.node.kubernetes.io~1feature-labels")]),
+    ("annotations-without-feature-labels", nfd_node(NFD_LABELS, {"nfd.node.kubernetes.io/worker.version": "v0.17.3"}),
+     [remove("annotations", "nfd.node.kubernetes.io~1worker.version")]),
+    ("empty-feature-labels", nfd_node(NFD_LABELS, {"nfd.node.kubernetes.io/feature-labels": ""}),
+     [remove("annotations", "nfd.node.kubernetes.io~1feature-labels")]),
+    # RFC 6901: ~ as ~0 (before / as ~1)
+    ("tilde-escaped",
+     nfd_node({"example.com/a~b": "1"},
+              {"nfd.node.kubernetes.io/feature-labels": "example.com/a~b", "nfd.node.kubernetes.io/x~y": "z"}),
+     [remove("labels", "example.com~1a~0b"), remove("annotations", "nfd.node.kubernetes.io~1feature-labels"),
+      remove("annotations", "nfd.node.kubernetes.io~1x~0y")]),
+    ("no-nfd-annotations", nfd_node(NFD_LABELS), []),
+    ("other-annotations-look-alike", nfd_node(NFD_LABELS, {"nfd.node.kubernetes.io.example/x": "1",
+                                                           "node.kubernetes.io/nfd": "1"}), []),
+    ("no-labels-or-annotations", {"metadata": {"name": "gpu-1"}}, []),
+    ("no-metadata", {}, []),
+]
+
+
+@pytest.mark.parametrize("node, ops", [case[1:] for case in NFD_CLEANUPS], ids=[case[0] for case in NFD_CLEANUPS])
+def test_nfd_cleanup_patch(node, ops):
+    assert k8s_objects.nfd_cleanup_patch(node) == ops
+
+
+def test_nfd_cleanup_patch_leaves_the_rest():
+    """Applied, the patch leaves the node's other labels and annotations as they were."""
+    node = nfd_node(dict(NFD_LABELS, **{"nvidia.com/gpu.deploy.dcgm-exporter": "true"}), NFD_ANNOTATIONS)
+    after = {"labels": dict(node["metadata"]["labels"]), "annotations": dict(node["metadata"]["annotations"])}
+    for op in k8s_objects.nfd_cleanup_patch(node):
+        kind, key = op["path"].split("/")[2:4]
+        del after[kind][key.replace("~1", "/").replace("~0", "~")]
+    assert after == {"labels": {"kubernetes.io/hostname": "gpu-1", "kubernetes.io/os": "linux",
+                                "nvidia.com/gpu.deploy.dcgm-exporter": "true"},
+                     "annotations": {"node.alpha.kubernetes.io/ttl": "0",
+                                     "volumes.kubernetes.io/controller-managed-attach-detach": "true"}}

@@ -573,3 +573,74 @@ def test_empty_record_annotation_is_removed_on_absent():
     result, after = converge(node, BASE, state="absent")
     assert result["ops"] == [{"op": "test", "path": ANNOTATION_PATH, "value": "{}"},
                              {"op": "remove", "path": ANNOTATION_PATH}]
+
+
+# ---- changes: a plan, one line per change, for the role's output ---------------------------------
+
+PLUGIN_DEPLOY = nl.deploy_label("device-plugin")
+EXPORTER_DEPLOY = nl.deploy_label("dcgm-exporter")
+
+CHANGES = [
+    # (id, plan result (the keys changes() reads), lines)
+    ("add", {"labels_before": {}, "labels_after": {nl.PRESENT_LABEL: "true"}}, ["add nvidia.com/gpu.present=true"]),
+    ("change", {"labels_before": {nl.HEALTH_LABEL: "healthy"}, "labels_after": {nl.HEALTH_LABEL: "xid"}},
+     ["change gpuops.nvidia/gpu.health: healthy -> xid"]),
+    ("remove", {"labels_before": {nl.NVLINK_LABEL: "full-mesh"}, "labels_after": {}},
+     ["remove gpuops.nvidia/gpu.nvlink (was full-mesh)"]),
+    ("unchanged-says-nothing", {"labels_before": {nl.PRESENT_LABEL: "true"},
+                                "labels_after": {nl.PRESENT_LABEL: "true"}}, []),
+    ("keep", {"labels_before": {EXPORTER_DEPLOY: "false"}, "labels_after": {EXPORTER_DEPLOY: "false"},
+              "kept": {EXPORTER_DEPLOY: "value 'false' is an admin's opt-out: left alone"}},
+     ["keep nvidia.com/gpu.deploy.dcgm-exporter: value 'false' is an admin's opt-out: left alone"]),
+    ("taint", {"taints_before": [], "taints_after": [dict(TAINT, value="xid")]},
+     ["taint gpuops.nvidia/gpu-unhealthy=xid:NoSchedule"]),
+    ("taint-without-value", {"taints_before": [OTHER_TAINT], "taints_after": [OTHER_TAINT, TAINT]},
+     ["taint gpuops.nvidia/gpu-unhealthy=:NoSchedule"]),
+    ("untaint", {"taints_before": [OTHER_TAINT, dict(TAINT, value="gpu_lost")], "taints_after": [OTHER_TAINT]},
+     ["untaint gpuops.nvidia/gpu-unhealthy=gpu_lost:NoSchedule"]),
+    # another value or effect of the same key: the old one goes, the new one comes
+    ("retaint", {"taints_before": [dict(TAINT, value="xid")], "taints_after": [dict(TAINT, value="gpu_lost")]},
+     ["taint gpuops.nvidia/gpu-unhealthy=gpu_lost:NoSchedule", "untaint gpuops.nvidia/gpu-unhealthy=xid:NoSchedule"]),
+    # timeAdded and the order of the list are no change
+    ("taint-reordered-or-stamped",
+     {"taints_before": [OTHER_TAINT, dict(TAINT, value="xid")],
+      "taints_after": [dict(TAINT, value="xid", timeAdded="2026-01-01T00:00:00Z"), OTHER_TAINT]}, []),
+    ("all-kinds-in-order",
+     {"labels_before": {nl.HEALTH_LABEL: "healthy", nl.NVLINK_LABEL: "full-mesh", PLUGIN_DEPLOY: "paused-for-x",
+                        nl.PRESENT_LABEL: "true"},
+      "labels_after": {nl.HEALTH_LABEL: "xid", PLUGIN_DEPLOY: "paused-for-x", nl.PRESENT_LABEL: "true",
+                       nl.MIG_CAPABLE_LABEL: "true"},
+      "kept": {PLUGIN_DEPLOY: "paused"}, "taints_before": [], "taints_after": [dict(TAINT, value="xid")]},
+     ["change gpuops.nvidia/gpu.health: healthy -> xid", "remove gpuops.nvidia/gpu.nvlink (was full-mesh)",
+      "add nvidia.com/mig.capable=true", "keep nvidia.com/gpu.deploy.device-plugin: paused",
+      "taint gpuops.nvidia/gpu-unhealthy=xid:NoSchedule"]),
+    ("empty-plan", {}, []),
+    ("nones", {"labels_before": None, "labels_after": None, "kept": None, "taints_before": None,
+               "taints_after": None}, []),
+]
+
+
+@pytest.mark.parametrize("result, lines", [case[1:] for case in CHANGES], ids=[case[0] for case in CHANGES])
+def test_changes(result, lines):
+    assert nl.changes(result) == lines
+
+
+def test_changes_of_a_plan():
+    """The lines of a real plan: a fresh, unhealthy node, then the same node healed."""
+    desired = {nl.PRESENT_LABEL: "true"}
+    result, sick = converge(make_node({EXPORTER_DEPLOY: "false"}), dict(desired, **{EXPORTER_DEPLOY: "true"}),
+                            unhealthy=["xid"])
+    lines = nl.changes(result)
+    assert lines[0] == "add gpuops.nvidia/gpu.health=xid"
+    assert lines[1] == "add nvidia.com/gpu.present=true"
+    assert lines[2].startswith("keep nvidia.com/gpu.deploy.dcgm-exporter: ") and "false" in lines[2]
+    assert lines[3:] == ["taint gpuops.nvidia/gpu-unhealthy=xid:NoSchedule"]
+    result = converge(sick, desired, unhealthy=[])[0]
+    assert nl.changes(result) == ["change gpuops.nvidia/gpu.health: xid -> healthy",
+                                  "untaint gpuops.nvidia/gpu-unhealthy=xid:NoSchedule"]
+
+
+def test_changes_of_a_plan_without_changes():
+    node = make_node()
+    after = converge(node, BASE)[1]
+    assert nl.changes(nl.plan(after, BASE, unhealthy=[], taint=TAINT)) == []
