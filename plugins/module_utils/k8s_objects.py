@@ -232,3 +232,32 @@ def nfd_cleanup_patch(node: dict) -> list:
         if key.startswith(NFD_ANNOTATION_PREFIX):
             ops.append({"op": "remove", "path": "/metadata/annotations/" + _escape(key)})
     return ops
+
+
+MANAGED_BY = ("app.kubernetes.io/managed-by", "gpuops.nvidia")
+# cluster-scoped objects others may have made first (the GPU Operator, RKE2 and k3s ship an
+# nvidia RuntimeClass; an NFD install brings its CRDs): never taken over, never deleted
+SHARED_KINDS = ("Namespace", "RuntimeClass", "PriorityClass", "CustomResourceDefinition")
+
+
+def object_key(obj: dict) -> str:
+    meta = obj.get("metadata") or {}
+    return f"{obj.get('kind')}/{meta.get('name')}"
+
+
+def foreign(results: list) -> list:
+    """From k8s_info results (one per shared object of a role, registered in a loop): the objects
+    that exist and were not made by this collection (no managed-by label of ours), as Kind/name."""
+    keys = []
+    for result in results or []:
+        for obj in result.get("resources") or []:
+            labels = (obj.get("metadata") or {}).get("labels") or {}
+            if labels.get(MANAGED_BY[0]) != MANAGED_BY[1]:
+                keys.append(object_key(obj))
+    return sorted(set(keys))
+
+
+def without(objs: list, keys: list) -> list:
+    """OBJS less the ones named in KEYS (Kind/name)."""
+    skip = set(keys or [])
+    return [o for o in objs or [] if object_key(o) not in skip]

@@ -98,7 +98,12 @@ def label_problems(info: dict, labels: dict) -> list:
     suffix."""
     labels = labels or {}
     problems = []
+    # with the single MIG strategy GFD describes the MIG devices (product -MIG-<profile>, their
+    # count and memory), not the GPUs
+    mig_single = "-MIG-" in labels.get("nvidia.com/gpu.product", "")
     for key, want in gfd_labels_expected(info).items():
+        if mig_single and key in ("nvidia.com/gpu.count", "nvidia.com/gpu.memory"):
+            continue
         have = labels.get(key)
         if have is None:
             problems.append(f"{key} is missing (expected {want}): GFD's labels have not reached the node; "

@@ -107,7 +107,8 @@ def _is_gpu_node(info: dict, gpu_present: bool | None) -> bool:
     if pci_devices is not None and (isinstance(pci_devices, bool) or not isinstance(pci_devices, int)
                                     or pci_devices < 0):
         raise ValueError("pci_devices must be a number of NVIDIA PCI devices (0 or more), got %r" % (pci_devices,))
-    return bool(info.get("gpus")) or (info.get("gpu_count") or 0) > 0 or (pci_devices or 0) > 0
+    pci_gpus = len(((info.get("pci") or {}).get("gpus")) or [])  # gpu_info's view of the PCI bus
+    return bool(info.get("gpus")) or (info.get("gpu_count") or 0) > 0 or (pci_devices or 0) > 0 or pci_gpus > 0
 
 
 def _bus_id(value) -> str | None:

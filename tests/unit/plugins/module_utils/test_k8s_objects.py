@@ -592,3 +592,26 @@ def test_nfd_cleanup_patch_leaves_the_rest():
                                 "nvidia.com/gpu.deploy.dcgm-exporter": "true"},
                      "annotations": {"node.alpha.kubernetes.io/ttl": "0",
                                      "volumes.kubernetes.io/controller-managed-attach-detach": "true"}}
+
+
+def _found(kind, name, labels=None):
+    return {"resources": [{"kind": kind, "metadata": {"name": name, "labels": labels or {}}}]}
+
+
+def test_foreign_names_existing_objects_that_are_not_ours():
+    results = [
+        _found("Namespace", "gpuops-nvidia", {"app.kubernetes.io/managed-by": "gpuops.nvidia"}),
+        _found("RuntimeClass", "nvidia", {"app.kubernetes.io/managed-by": "Helm"}),
+        _found("CustomResourceDefinition", "nodefeatures.nfd.k8s-sigs.io"),
+        {"resources": []},
+        {"skipped": True},
+    ]
+    assert k8s_objects.foreign(results) == ["CustomResourceDefinition/nodefeatures.nfd.k8s-sigs.io",
+                                            "RuntimeClass/nvidia"]
+
+
+def test_without_leaves_out_the_named_objects():
+    objs = [{"kind": "RuntimeClass", "metadata": {"name": "nvidia"}},
+            {"kind": "Namespace", "metadata": {"name": "gpuops-nvidia"}}]
+    assert k8s_objects.without(objs, ["RuntimeClass/nvidia"]) == [objs[1]]
+    assert k8s_objects.without(objs, []) == objs

@@ -644,3 +644,12 @@ def test_changes_of_a_plan_without_changes():
     node = make_node()
     after = converge(node, BASE)[1]
     assert nl.changes(nl.plan(after, BASE, unhealthy=[], taint=TAINT)) == []
+
+
+def test_a_node_whose_driver_is_not_loaded_stays_a_gpu_node_by_its_pci_devices():
+    # gpu_info's result with the driver not loaded: no GPUs from NVML, the PCI bus still has them
+    info = {"driver": {"loaded": False}, "gpu_count": 0, "gpus": [], "health": [],
+            "pci": {"gpus": [{"bus_id": "0000:18:00.0", "device_id": "0x2330", "driver": None}], "nvswitches": []}}
+    labels = nl.desired_labels(info)
+    assert labels["nvidia.com/gpu.present"] == "true"
+    assert labels["nvidia.com/gpu.deploy.device-plugin"] == "true"
