@@ -5,6 +5,7 @@ validation naming the stage that is broken, render mode against the roles' own a
 `state: absent` leaving the cluster as it was. Runs ansible-playbook on the lab inventory."""
 from __future__ import annotations
 
+import base64
 import json
 import os
 import re
@@ -273,10 +274,13 @@ def test_registry_credentials_become_a_pull_secret_and_never_reach_the_log(lab_o
               "password": password}]
     res = playbook("site.yml", "--tags", "cluster", "-v", *extra(cluster_registry_credentials=creds))
     try:
-        assert password not in res.stdout + res.stderr
+        log = res.stdout + res.stderr
+        assert password not in log
         secret = kube.get("-n", NS, "secret", "gpuops-test-registry")
         assert secret["type"] == "kubernetes.io/dockerconfigjson"
-        import base64  # pylint: disable=import-outside-toplevel
+        # nor the credentials in the encodings the Secret carries them in
+        assert base64.b64encode(f"robot:{password}".encode()).decode() not in log
+        assert secret["data"][".dockerconfigjson"] not in log
         config = json.loads(base64.b64decode(secret["data"][".dockerconfigjson"]))
         assert config["auths"]["mirror.example:5000"]["password"] == password
     finally:
