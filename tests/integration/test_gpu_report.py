@@ -101,6 +101,7 @@ def test_site_playbook_report_stage(lab, tmp_path):
     assert ran == [
         "Stage 0 - check the controller and the inventory",
         "Stage 4 - report the GPUs, driver and GPU health of every node",
+        "Stage 7b - stop the nodes that fail the health policy (now that they are labelled and tainted)",
     ]
     assert _stats(out)["failures"] == 0
     assert json.loads((tmp_path / "rec.json").read_text())["gpu_count"] == 4
