@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import re
 
+from ansible_collections.gpuops.nvidia.plugins.module_utils import node_labels
+
 __metaclass__ = type
 
 # render mode writes one file per object; `kubectl apply -f DIR` reads them in name order, so the
@@ -209,10 +211,6 @@ NFD_ANNOTATION_PREFIX = "nfd.node.kubernetes.io/"
 NFD_DEFAULT_LABEL_NS = "feature.node.kubernetes.io/"
 
 
-def _escape(key: str) -> str:
-    return key.replace("~", "~0").replace("/", "~1")
-
-
 def nfd_cleanup_patch(node: dict) -> list:
     """The JSON patch that removes what Node Feature Discovery's master put on NODE: the labels
     its `feature-labels` annotation lists (names without a namespace are NFD's own
@@ -227,10 +225,10 @@ def nfd_cleanup_patch(node: dict) -> list:
     for name in listed:
         key = name if "/" in name else NFD_DEFAULT_LABEL_NS + name
         if key in labels:
-            ops.append({"op": "remove", "path": "/metadata/labels/" + _escape(key)})
+            ops.append({"op": "remove", "path": "/metadata/labels/" + node_labels.escape(key)})
     for key in sorted(annotations):
         if key.startswith(NFD_ANNOTATION_PREFIX):
-            ops.append({"op": "remove", "path": "/metadata/annotations/" + _escape(key)})
+            ops.append({"op": "remove", "path": "/metadata/annotations/" + node_labels.escape(key)})
     return ops
 
 
