@@ -287,6 +287,45 @@ def test_registry_credentials_become_a_pull_secret_and_never_reach_the_log(lab_o
         kube.run("-n", NS, "delete", "secret", "gpuops-test-registry", check=False)
 
 
+def test_a_bearer_token_connection_works_and_the_token_never_reaches_the_log(lab_only, tmp_path):
+    """gpuops_kube_host / _api_key / _ca_cert instead of a kubeconfig (how AWX passes a cluster
+    credential): a wrong token is refused by the API server, the right one works, and neither
+    appears in the output, even at -vvv."""
+    kube = lab_only
+    sa = "gpuops-token-test"
+    config = json.loads(kube.run("config", "view", "--raw", "--minify", "-o", "json").stdout)
+    cluster = config["clusters"][0]["cluster"]
+    ca = tmp_path / "ca.crt"
+    if "certificate-authority-data" in cluster:
+        ca.write_bytes(base64.b64decode(cluster["certificate-authority-data"]))
+    else:
+        ca.write_text(open(cluster["certificate-authority"], encoding="utf-8").read())
+    kube.run("-n", "kube-system", "create", "serviceaccount", sa)
+    try:
+        kube.run("create", "clusterrolebinding", sa, "--clusterrole=cluster-admin", f"--serviceaccount=kube-system:{sa}")
+        token = kube.run("-n", "kube-system", "create", "token", sa, "--duration=10m").stdout.strip()
+        assert token.count(".") == 2, "kubectl create token did not print a JWT"
+        wrong = token[:-8] + ("A" * 8 if not token.endswith("A" * 8) else "B" * 8)
+
+        def run(api_key):
+            res = playbook("site.yml", "--tags", "labels", "-vvv", "-e", "gpuops_kubeconfig=",
+                           *extra(gpuops_kube_host=cluster["server"], gpuops_kube_api_key=api_key,
+                                  gpuops_kube_ca_cert=str(ca)), check=False)
+            log = res.stdout + res.stderr
+            assert api_key not in log, "the bearer token was printed"
+            assert token.split(".")[2] not in log and wrong.split(".")[2] not in log
+            return res, log
+
+        res, log = run(wrong)
+        assert res.returncode != 0 and "Unauthorized" in log, log[-3000:]
+        res, log = run(token)
+        assert res.returncode == 0, log[-6000:]
+        assert "failed=0" in log[log.rindex("PLAY RECAP"):]
+    finally:
+        kube.run("delete", "clusterrolebinding", sa, check=False)
+        kube.run("-n", "kube-system", "delete", "serviceaccount", sa, check=False)
+
+
 def test_a_service_monitor_once_the_prometheus_operator_is_there(lab_only):
     """With the Prometheus Operator's ServiceMonitor type in the cluster (here its CRD only), the
     exporter role adds a ServiceMonitor; without it, it says why there is none."""
