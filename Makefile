@@ -69,7 +69,7 @@ images: apt
 # container toolkit for the lab's packages, CRI-O for the runtime configuration checks, and the
 # lab cluster's Kubernetes, etcd, kwok, NVIDIA device plugin / GFD and Node Feature Discovery;
 # and the lab's own stand-ins (DCGM exporter, CUDA sample vectorAdd).
-GO_BINARY_SETS := toolkit-1.17.8 toolkit-1.18.0 crio kubernetes etcd kwok device-plugin nfd dcgm-exporter cuda-vectoradd
+GO_BINARY_SETS := toolkit-1.17.8 toolkit-1.18.0 crio kubernetes etcd kwok device-plugin nfd dcgm-exporter cuda-vectoradd mig-parted
 go-binaries:
 	tests/lab/go-binaries $(GO_BINARY_SETS)
 

@@ -147,11 +147,11 @@ def test_existing_mig_layout_is_reported(lab):
 def test_mig_mode_pending_until_reset(lab):
     script = ("import pynvml; pynvml.nvmlInit(); h = pynvml.nvmlDeviceGetHandleByIndex(3); "
               "print(pynvml.nvmlDeviceSetMigMode(h, 1)); pynvml.nvmlShutdown()")
-    lab.run("hgx-h100-mig-pending", [sys.executable, "-c", script])
-    mig = lab.module("hgx-h100-mig-pending")["gpus"][3]["mig"]
+    lab.run("dgx-a100-mig-pending", [sys.executable, "-c", script])
+    mig = lab.module("dgx-a100-mig-pending")["gpus"][3]["mig"]
     assert (mig["current"], mig["pending"]) == (False, True)
-    lab.run("hgx-h100-mig-pending", [os.path.join(REPO, "tests/lab/fake-nvml/fake-nvml-reset")])
-    mig = lab.module("hgx-h100-mig-pending")["gpus"][3]["mig"]
+    lab.run("dgx-a100-mig-pending", [os.path.join(REPO, "tests/lab/fake-nvml/fake-nvml-reset")])
+    mig = lab.module("dgx-a100-mig-pending")["gpus"][3]["mig"]
     assert (mig["current"], mig["pending"]) == (True, True)
 
 

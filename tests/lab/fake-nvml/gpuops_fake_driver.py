@@ -29,6 +29,11 @@ What it writes (under --root, default /), following the selected profile
                              usr/bin/nvidia-smi, and the fake NVML as libnvidia-ml.so.VERSION with the
                              libnvidia-ml.so.1 link, copied from --payload (for a driver root tree
                              outside a lab node).
+  with --sysfs               also sys/bus/pci: devices/DOMAIN:BUS:DEV.0/ of every GPU (vendor, device,
+                             class, subsystem ids, numa_node, resource; a driver link to
+                             drivers/nvidia while the module is loaded), what NVIDIA's go-nvlib
+                             (nvpci) reads; with-gpus --node mounts it over /sys/bus/pci. Only for a
+                             tree outside a lab node: a node's /sys is the kernel's.
 
 --payload is where the lab's fake libraries are: libnvidia-ml.so.1,
 sandboxutils/libnvidia-sandboxutils.so.1, stubs/libcuda.so.1, nvidia-smi (default /usr/lib/gpuops-fake-nvml, where the package puts them;
@@ -92,7 +97,7 @@ def describe(nvml, profile):
     if rc != 0:
         fail("the profile %s cannot be loaded (NVML error %d; see the messages above)"
              % (os.environ.get("GPUOPS_FAKE_NVML_PROFILE", DEFAULT_PROFILE), rc))
-    state, version, gpus = "loaded", "", []
+    state, version, gpus, pci = "loaded", "", [], []
     for line in buf.value.decode().splitlines():
         words = line.split()
         if words[0] == "driver_state":
@@ -101,6 +106,9 @@ def describe(nvml, profile):
             version = words[1]
         elif words[0] == "gpu":
             gpus.append((int(words[1]), int(words[2]), words[3] == "1"))
+            pci.append({"bus_id": words[4], "device_id": int(words[5], 16), "subsystem_id": int(words[6], 16),
+                        "numa": int(words[7])})
+    describe.pci = pci
     return state, version, gpus
 
 
@@ -178,6 +186,22 @@ class Writer:
             os.chmod(full, mode)
         self.entries[rel] = {"kind": "node", "major": major, "minor": minor}
 
+    def text(self, rel, content):
+        self._parent(rel)
+        full = self.path(rel)
+        try:
+            with open(full, encoding="ascii") as handle:
+                same = handle.read() == content
+        except (FileNotFoundError, IsADirectoryError):
+            same = False
+        if not same:
+            if os.path.islink(full):
+                os.unlink(full)
+            with open(full + ".tmp", "w", encoding="ascii") as handle:
+                handle.write(content)
+            os.replace(full + ".tmp", full)
+        self.entries[rel] = {"kind": "text", "content": content}
+
     def lines(self, rel, lines, rewrite=False):
         """Make sure the text file has these lines (appended when missing); rewrite: write the
         file anew even when nothing is missing (as depmod does after a driver install)."""
@@ -214,6 +238,12 @@ class Writer:
             if stat.S_ISCHR(st.st_mode):
                 return os.major(st.st_rdev) == record["major"] and os.minor(st.st_rdev) == record["minor"]
             return stat.S_ISREG(st.st_mode) and st.st_size == 0
+        if kind == "text":
+            try:
+                with open(full, encoding="ascii") as handle:
+                    return stat.S_ISREG(st.st_mode) and handle.read() == record["content"]
+            except (OSError, UnicodeDecodeError):
+                return False
         return kind == "lines"
 
     def load(self):
@@ -241,11 +271,12 @@ class Writer:
             else:
                 os.unlink(full)
             parent = os.path.dirname(full)
-            if os.path.basename(parent) == "nvidia-caps":
+            while os.path.basename(parent) == "nvidia-caps" or "/sys/bus/pci/" in parent + "/":
                 try:
                     os.rmdir(parent)
                 except OSError:
-                    pass
+                    break
+                parent = os.path.dirname(parent)
 
     def save(self, driver):
         self._parent(MANIFEST)
@@ -275,6 +306,33 @@ def device_nodes(writer, gpus):
             first = CAP_MIG_FIRST + minor * CAP_PER_GPU + gi * CAP_PER_GI
             for cap in range(first, first + 1 + CAP_CIS):
                 writer.node("dev/nvidia-caps/nvidia-cap%d" % cap, caps_major, cap, 0o444)
+
+
+PCI_VENDOR_NVIDIA = 0x10DE
+PCI_CLASS_3D = 0x030200  # "3D controller", as NVIDIA's data-centre GPUs report it
+
+
+def pci_sysfs(writer, pci, loaded):
+    """sys/bus/pci for the profile's GPUs: the files NVIDIA's go-nvlib reads for each device."""
+    for dev in pci:
+        domain, bus, rest = dev["bus_id"].split(":")
+        base = "sys/bus/pci/devices/%04x:%s:%s" % (int(domain, 16) & 0xFFFF, bus.lower(), rest.lower())
+        writer.text(base + "/vendor", "0x%04x\n" % PCI_VENDOR_NVIDIA)
+        writer.text(base + "/device", "0x%04x\n" % (dev["device_id"] >> 16))
+        writer.text(base + "/subsystem_vendor", "0x%04x\n" % (dev["subsystem_id"] & 0xFFFF))
+        writer.text(base + "/subsystem_device", "0x%04x\n" % (dev["subsystem_id"] >> 16))
+        writer.text(base + "/class", "0x%06x\n" % PCI_CLASS_3D)
+        writer.text(base + "/numa_node", "%d\n" % dev["numa"])
+        # BAR0 (16 MiB registers), BAR1 (framebuffer aperture), BAR3; then the unused regions
+        bar = 0xD0000000 + (int(bus, 16) << 24)
+        regions = [(bar, bar + 0xFFFFFF, 0x40200), (0x38000000000 + (int(bus, 16) << 36), 0x38000000000 + (int(bus, 16) << 36) + (1 << 36) - 1, 0x14220C),
+                   (0, 0, 0), (0x3A000000000 + (int(bus, 16) << 25), 0x3A000000000 + (int(bus, 16) << 25) + 0x1FFFFFF, 0x14220C)]
+        regions += [(0, 0, 0)] * (13 - len(regions))
+        writer.text(base + "/resource", "".join("0x%016x 0x%016x 0x%016x\n" % r for r in regions))
+        if loaded:
+            writer.link(base + "/driver", "../../../../bus/pci/drivers/nvidia")
+    if pci and loaded:
+        writer.text("sys/bus/pci/drivers/nvidia/module", "nvidia\n")
 
 
 def libraries(writer, payload, version, package_files):
@@ -308,6 +366,7 @@ def main(argv):
     parser.add_argument("--nvml", help="the fake NVML to ask (default: PAYLOAD/libnvidia-ml.so.1 when it is "
                                        "there, else libnvidia-ml.so.1 from the library path)")
     parser.add_argument("--package-files", action="store_true")
+    parser.add_argument("--sysfs", action="store_true", help="also sys/bus/pci for the GPUs")
     parser.add_argument("--remove", action="store_true", help="take back everything written before")
     parser.add_argument("-q", "--quiet", action="store_true")
     args = parser.parse_args(argv)
@@ -334,6 +393,8 @@ def main(argv):
                       for name in DKMS_MODULES], rewrite=version != writer.previous_driver)
         if state != "not_loaded":
             device_nodes(writer, gpus)
+        if args.sysfs:
+            pci_sysfs(writer, describe.pci, state != "not_loaded")
     writer.take_back()
     writer.save(node[1] if node else None)
     if root == "/" and shutil.which("ldconfig"):

@@ -1,5 +1,6 @@
 # HGX B200 8-GPU baseboard: 2 sockets, 2 fifth-generation NVSwitch chips,
-# 18 NVLink 5.0 links per GPU. MIG table simplified (Hopper-like geometry).
+# 18 NVLink 5.0 links per GPU. MIG: the 1g and 2g profiles as measured, 3g/4g/7g extrapolated
+# (src/mig_tables.c).
 description = 8x NVIDIA B200 (Blackwell, HGX), 2 NVSwitches, NVLink x18, driver 580.95.05 / CUDA 13.0
 
 [node]
@@ -46,3 +47,5 @@ nvlink_count = 18
 nvlink_remote = switch
 numa_node = {i|0,0,0,0,1,1,1,1}
 mig_table = b200-180gb
+# GPU instance ids: the lowest free one, whatever the placement
+mig_gi_ids = sequential

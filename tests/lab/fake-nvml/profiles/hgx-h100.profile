@@ -58,4 +58,5 @@ numa_node = {i|0,0,0,0,1,1,1,1}
 supported_events = single_bit_ecc, double_bit_ecc, pstate, xid, clock
 mig_table = h100-80gb
 mig_mode = disabled
-mig_mode_change = immediate
+# Hopper: a MIG mode change applies at once and is gone after a GPU reset or reboot
+mig_mode_change = auto

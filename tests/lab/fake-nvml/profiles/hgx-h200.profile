@@ -45,3 +45,5 @@ nvlink_count = 18
 nvlink_remote = switch
 numa_node = {i|0,0,0,0,1,1,1,1}
 mig_table = h200-141gb
+# GPU instance ids as some driver releases hand them out: not derived from the placement
+mig_gi_ids = shuffled

@@ -5,6 +5,7 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #define DEV_BEGIN(flags)                            \
     fake_gpu_t *g;                                  \
@@ -327,12 +328,110 @@ nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMemory_v2_t *me
 
 /* ---- power, thermals, clocks ---- */
 
+/* the persistence mode: the profile's until nvmlDeviceSetPersistenceMode changes it (kept in the
+ * state file, back to the profile's at a reboot) */
+static int persistence_of(const fake_gpu_t *g)
+{
+    int v = g->persistence;
+    if (fake_state_open(&fake_state, fake_node.state_path, 0) == NVML_SUCCESS) {
+        fake_gpu_state_t *s = fake_state_gpu(&fake_state, g);
+        if (s && s->persistence >= 0)
+            v = s->persistence;
+        fake_state_close(&fake_state);
+    }
+    return v;
+}
+
 nvmlReturn_t nvmlDeviceGetPersistenceMode(nvmlDevice_t device, nvmlEnableState_t *mode)
 {
     DEV_BEGIN(0);
     NEED(mode);
-    *mode = g->persistence ? NVML_FEATURE_ENABLED : NVML_FEATURE_DISABLED;
+    *mode = persistence_of(g) ? NVML_FEATURE_ENABLED : NVML_FEATURE_DISABLED;
     API_RETURN(NVML_SUCCESS);
+}
+
+/* root only, as the real call (NO_PERMISSION otherwise) */
+nvmlReturn_t nvmlDeviceSetPersistenceMode(nvmlDevice_t device, nvmlEnableState_t mode)
+{
+    fake_gpu_state_t *s;
+    char detail[16];
+    DEV_BEGIN(0);
+    if (mode != NVML_FEATURE_ENABLED && mode != NVML_FEATURE_DISABLED)
+        API_RETURN(NVML_ERROR_INVALID_ARGUMENT);
+    if (geteuid() != 0)
+        API_RETURN(NVML_ERROR_NO_PERMISSION);
+    rc = fake_state_open(&fake_state, fake_node.state_path, 1);
+    if (rc != NVML_SUCCESS)
+        API_RETURN(rc);
+    s = fake_state_gpu(&fake_state, g);
+    if (!s) {
+        rc = NVML_ERROR_UNKNOWN;
+    } else {
+        s->persistence = mode == NVML_FEATURE_ENABLED;
+        rc = fake_state_commit(&fake_state);
+    }
+    fake_state_close(&fake_state);
+    snprintf(detail, sizeof(detail), "mode=%d", (int)mode);
+    fake_call_log(__func__, (int)(g - fake_node.gpus), detail, rc);
+    API_RETURN(rc);
+}
+
+/* The processes the lab marked busy on the GPU (gpuopsFakeNvmlSetBusy): on a GPU handle all of
+ * them, on a MIG device handle those of its GPU/compute instance; clients are not processes. */
+static nvmlReturn_t running_processes(nvmlDevice_t device, unsigned kind, unsigned int *infoCount,
+                                      nvmlProcessInfo_t *infos)
+{
+    fake_gpu_t *g;
+    fake_gpu_state_t *s;
+    nvmlProcessInfo_t found[FAKE_MAX_BUSY];
+    unsigned n = 0;
+    nvmlReturn_t rc = fake_dev(device, DEV_ALLOW_MIG, &g);
+    if (rc != NVML_SUCCESS)
+        return rc;
+    if (!infoCount)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    rc = fake_state_open(&fake_state, fake_node.state_path, 0);
+    if (rc != NVML_SUCCESS)
+        return rc;
+    s = fake_state_gpu(&fake_state, g);
+    for (unsigned k = 0; s && k < FAKE_MAX_BUSY; k++) {
+        const fake_busy_rec_t *b = &s->busy[k];
+        if (!b->used || b->kind != kind)
+            continue;
+        if (device->mig && (b->gi != (int)device->gi || (b->ci >= 0 && b->ci != (int)device->ci)))
+            continue;
+        memset(&found[n], 0, sizeof(found[n]));
+        found[n].pid = b->pid;
+        found[n].usedGpuMemory = b->used_mib << 20;
+        found[n].gpuInstanceId = b->gi < 0 ? 0xFFFFFFFFu : (unsigned)b->gi;
+        found[n].computeInstanceId = b->ci < 0 ? 0xFFFFFFFFu : (unsigned)b->ci;
+        n++;
+    }
+    fake_state_close(&fake_state);
+    if (*infoCount < n) {
+        *infoCount = n;
+        return NVML_ERROR_INSUFFICIENT_SIZE;
+    }
+    if (n && !infos)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    for (unsigned k = 0; k < n; k++)
+        infos[k] = found[k];
+    *infoCount = n;
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device, unsigned int *infoCount,
+                                                     nvmlProcessInfo_t *infos)
+{
+    API_ENTER();
+    API_RETURN(running_processes(device, BUSY_COMPUTE, infoCount, infos));
+}
+
+nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses_v3(nvmlDevice_t device, unsigned int *infoCount,
+                                                      nvmlProcessInfo_t *infos)
+{
+    API_ENTER();
+    API_RETURN(running_processes(device, BUSY_GRAPHICS, infoCount, infos));
 }
 
 nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t device, unsigned int *power)

@@ -65,7 +65,7 @@ static unsigned gi_capacity(const fake_gpu_t *g, const fake_gpu_state_t *s, cons
     left = p->count - count_profile(s, p->id);
     if (n > left)
         n = left;
-    by_slices = (7 - used_slices(g, s)) / p->slices;
+    by_slices = (g->mig->compute_slices - used_slices(g, s)) / p->slices;
     return n < by_slices ? n : by_slices;
 }
 
@@ -193,6 +193,7 @@ nvmlReturn_t nvmlDeviceSetMigMode(nvmlDevice_t device, unsigned int mode, nvmlRe
     fake_gpu_t *g;
     fake_gpu_state_t *s;
     nvmlReturn_t rc;
+    char detail[32];
     API_ENTER();
     rc = mig_open(device, 1, &g, &s);
     if (rc != NVML_SUCCESS)
@@ -209,15 +210,27 @@ nvmlReturn_t nvmlDeviceSetMigMode(nvmlDevice_t device, unsigned int mode, nvmlRe
         s->mig_pend = (int)mode; /* also cancels a pending change */
         *activationStatus = NVML_SUCCESS;
     } else if (g->mig_change == MIGCHG_IMMEDIATE) {
-        s->mig_cur = s->mig_pend = (int)mode;
-        memset(s->gi, 0, sizeof(s->gi));
-        *activationStatus = NVML_SUCCESS;
+        /* Hopper and later: no reset needed, but not while a client holds the GPU */
+        if (fake_busy(g, s, -1, -1)) {
+            *activationStatus = NVML_ERROR_IN_USE;
+        } else {
+            s->mig_cur = s->mig_pend = (int)mode;
+            memset(s->gi, 0, sizeof(s->gi));
+            *activationStatus = NVML_SUCCESS;
+        }
+    } else if (g->mig_change == MIGCHG_RESET && !fake_busy(g, s, -1, -1)) {
+        /* Ampere: NVML resets the idle GPU itself to activate the mode */
+        s->mig_pend = (int)mode;
+        *activationStatus = fake_gpu_reset(g, s);
     } else {
         s->mig_pend = (int)mode;
         *activationStatus = g->mig_change == MIGCHG_PENDING ? NVML_ERROR_RESET_REQUIRED : NVML_ERROR_IN_USE;
     }
     rc = fake_state_commit(&fake_state);
 out:
+    snprintf(detail, sizeof(detail), "mode=%u activation=%d", mode,
+             rc == NVML_SUCCESS && activationStatus ? (int)*activationStatus : -1);
+    fake_call_log(__func__, (int)(g - fake_node.gpus), detail, rc);
     fake_state_close(&fake_state);
     API_RETURN(rc);
 }
@@ -309,7 +322,70 @@ nvmlReturn_t nvmlDeviceGetGpuInstanceProfileInfoV(nvmlDevice_t device, unsigned 
         v3->ofaCount = p->ofa;
         v3->memorySizeMB = p->mem_mb;
         snprintf(v3->name, sizeof(v3->name), "MIG %s", p->name);
-        v3->capabilities = 0;
+        v3->capabilities = strstr(p->name, "+gfx") ? NVML_GPU_INSTANCE_PROFILE_CAPS_GFX : 0;
+    } else {
+        API_RETURN(NVML_ERROR_ARGUMENT_VERSION_MISMATCH);
+    }
+    API_RETURN(NVML_SUCCESS);
+}
+
+static void fill_gi_info_v2(const fake_gi_profile_t *p, nvmlGpuInstanceProfileInfo_v2_t *info)
+{
+    memset(info, 0, sizeof(*info));
+    info->version = nvmlGpuInstanceProfileInfo_v2;
+    info->id = p->id;
+    info->sliceCount = p->slices;
+    info->instanceCount = p->count;
+    info->multiprocessorCount = p->sm;
+    info->copyEngineCount = p->ce;
+    info->decoderCount = p->dec;
+    info->encoderCount = p->enc;
+    info->jpegCount = p->jpeg;
+    info->ofaCount = p->ofa;
+    info->memorySizeMB = p->mem_mb;
+    snprintf(info->name, sizeof(info->name), "MIG %s", p->name);
+}
+
+/* the same information, looked up by profile ID (R550 and later drivers) */
+nvmlReturn_t nvmlDeviceGetGpuInstanceProfileInfoByIdV(nvmlDevice_t device, unsigned int profileId,
+                                                      nvmlGpuInstanceProfileInfo_v2_t *info)
+{
+    fake_gpu_t *g;
+    fake_gpu_state_t *s;
+    const fake_gi_profile_t *p;
+    int enabled;
+    nvmlReturn_t rc;
+    API_ENTER();
+    rc = mig_open(device, 0, &g, &s);
+    if (rc != NVML_SUCCESS)
+        API_RETURN(rc);
+    enabled = s->mig_cur == 1;
+    fake_state_close(&fake_state);
+    if (!info)
+        API_RETURN(NVML_ERROR_INVALID_ARGUMENT);
+    if (!enabled)
+        API_RETURN(NVML_ERROR_NOT_SUPPORTED);
+    p = fake_mig_by_id(g->mig, profileId);
+    if (!p)
+        API_RETURN(NVML_ERROR_NOT_SUPPORTED);
+    if (info->version == nvmlGpuInstanceProfileInfo_v2) {
+        fill_gi_info_v2(p, info);
+    } else if (info->version == nvmlGpuInstanceProfileInfo_v3) {
+        nvmlGpuInstanceProfileInfo_v3_t *v3 = (nvmlGpuInstanceProfileInfo_v3_t *)info;
+        memset(v3, 0, sizeof(*v3));
+        v3->version = nvmlGpuInstanceProfileInfo_v3;
+        v3->id = p->id;
+        v3->sliceCount = p->slices;
+        v3->instanceCount = p->count;
+        v3->multiprocessorCount = p->sm;
+        v3->copyEngineCount = p->ce;
+        v3->decoderCount = p->dec;
+        v3->encoderCount = p->enc;
+        v3->jpegCount = p->jpeg;
+        v3->ofaCount = p->ofa;
+        v3->memorySizeMB = p->mem_mb;
+        snprintf(v3->name, sizeof(v3->name), "MIG %s", p->name);
+        v3->capabilities = strstr(p->name, "+gfx") ? NVML_GPU_INSTANCE_PROFILE_CAPS_GFX : 0;
     } else {
         API_RETURN(NVML_ERROR_ARGUMENT_VERSION_MISMATCH);
     }
@@ -380,6 +456,51 @@ nvmlReturn_t nvmlDeviceGetGpuInstanceRemainingCapacity(nvmlDevice_t device, unsi
 
 /* ---- GPU instances ---- */
 
+/* How many placements of any profile that are free now an instance at start:size would take
+ * away. The driver's automatic placement picks the free placement that costs the least (ties:
+ * the lowest start); on A100/H100 this gives the order real drivers show for seven 1g
+ * instances (GI ids 13, 11, 12, 7, 8, 9, 10: slots 6, 4, 5, 0, 1, 2, 3) and puts the first of
+ * two 3g instances at 4:4. */
+static unsigned damage(const fake_gpu_t *g, const fake_gpu_state_t *s, unsigned start, unsigned size)
+{
+    unsigned cost = 0, mask = ((1u << size) - 1) << start;
+    for (unsigned i = 0; i < g->mig->nprofiles; i++) {
+        const fake_gi_profile_t *q = &g->mig->profiles[i];
+        for (unsigned k = 0; k < q->nstarts; k++) {
+            unsigned m = ((1u << q->mem_slices) - 1) << q->starts[k];
+            if (placement_free(s, q->starts[k], q->mem_slices) && (m & mask))
+                cost++;
+        }
+    }
+    return cost;
+}
+
+/* The id the driver gives a new GPU instance at start:size, by the profile's scheme
+ * (mig_gi_ids); FAKE_MAX_GI when none is free. */
+static unsigned new_gi_id(const fake_gpu_t *g, const fake_gpu_state_t *s, unsigned start, unsigned size)
+{
+    unsigned free_ids[FAKE_MAX_GI], nfree = 0;
+    if (g->mig_gi_ids == GIID_PLACEMENT)
+        return fake_mig_gi_id(start, size, g->mig->mem_slices);
+    for (unsigned k = 1; k <= FAKE_MAX_GI; k++) {
+        unsigned id = k % FAKE_MAX_GI; /* 1, 2, ..., 14, then 0 */
+        if (!s->gi[id].used)
+            free_ids[nfree++] = id;
+    }
+    if (!nfree)
+        return FAKE_MAX_GI;
+    if (g->mig_gi_ids == GIID_SEQUENTIAL)
+        return free_ids[0];
+    {
+        char seed[160];
+        unsigned long long h = 1469598103934665603ULL;
+        snprintf(seed, sizeof(seed), "%s/%u/%u:%u", g->uuid, s->created, start, size);
+        for (const char *c = seed; *c; c++)
+            h = (h ^ (unsigned char)*c) * 1099511628211ULL;
+        return free_ids[(h >> 17) % nfree];
+    }
+}
+
 static nvmlReturn_t create_gi(nvmlDevice_t device, unsigned int profileId,
                               const nvmlGpuInstancePlacement_t *placement, nvmlGpuInstance_t *gpuInstance)
 {
@@ -411,28 +532,64 @@ static nvmlReturn_t create_gi(nvmlDevice_t device, unsigned int profileId,
         }
         start = placement->start;
         found = placement_free(s, start, p->mem_slices);
+    } else if (g->mig_auto_placement == AUTOPLACE_LEAST_DAMAGE) {
+        int best = -1;
+        unsigned best_cost = ~0u;
+        for (unsigned k = 0; k < p->nstarts; k++) {
+            unsigned cost;
+            if (!placement_free(s, p->starts[k], p->mem_slices))
+                continue;
+            cost = damage(g, s, p->starts[k], p->mem_slices);
+            if (cost < best_cost) {
+                best_cost = cost;
+                best = (int)p->starts[k];
+            }
+        }
+        if (best >= 0) {
+            start = (unsigned)best;
+            found = 1;
+        }
+    } else if (g->mig_auto_placement == AUTOPLACE_LOWEST) {
+        for (unsigned k = 0; k < p->nstarts && !found; k++)
+            if (placement_free(s, p->starts[k], p->mem_slices)) {
+                start = p->starts[k];
+                found = 1;
+            }
     } else {
-        /* like the driver, fill from the top so that large profiles keep room */
+        /* fill from the top so that large profiles keep room */
         for (unsigned k = p->nstarts; k-- > 0 && !found;)
             if (placement_free(s, p->starts[k], p->mem_slices)) {
                 start = p->starts[k];
                 found = 1;
             }
     }
-    if (!found || count_profile(s, p->id) >= p->count || used_slices(g, s) + p->slices > 7) {
+    if (!found || count_profile(s, p->id) >= p->count ||
+        used_slices(g, s) + p->slices > g->mig->compute_slices) {
         rc = NVML_ERROR_INSUFFICIENT_RESOURCES;
         goto out;
     }
-    id = fake_mig_gi_id(start, p->mem_slices);
+    id = new_gi_id(g, s, start, p->mem_slices);
+    if (id >= FAKE_MAX_GI) {
+        rc = NVML_ERROR_INSUFFICIENT_RESOURCES;
+        goto out;
+    }
     memset(&s->gi[id], 0, sizeof(s->gi[id]));
     s->gi[id].used = 1;
     s->gi[id].profile_id = p->id;
     s->gi[id].start = start;
     s->gi[id].size = p->mem_slices;
+    s->created++;
     rc = fake_state_commit(&fake_state);
     if (rc == NVML_SUCCESS)
         *gpuInstance = &fake_gi_handles[g - fake_node.gpus][id];
 out:
+    {
+        char detail[64];
+        snprintf(detail, sizeof(detail), "profile=%u placement=%s%u:%u", profileId, placement ? "" : "auto/",
+                 placement ? placement->start : start, p ? p->mem_slices : 0);
+        fake_call_log(placement ? "nvmlDeviceCreateGpuInstanceWithPlacement" : "nvmlDeviceCreateGpuInstance",
+                      (int)(g - fake_node.gpus), detail, rc);
+    }
     fake_state_close(&fake_state);
     return rc;
 }
@@ -468,9 +625,16 @@ nvmlReturn_t nvmlGpuInstanceDestroy(nvmlGpuInstance_t gpuInstance)
     for (unsigned b = 0; b < FAKE_MAX_CI; b++)
         if (c.rec->ci[b].used)
             rc = NVML_ERROR_IN_USE; /* compute instances still exist */
+    if (fake_busy(c.g, c.s, (int)c.id, -1))
+        rc = NVML_ERROR_IN_USE; /* a process runs on it */
     if (rc == NVML_SUCCESS) {
         memset(c.rec, 0, sizeof(*c.rec));
         rc = fake_state_commit(&fake_state);
+    }
+    {
+        char detail[32];
+        snprintf(detail, sizeof(detail), "gi=%u", c.id);
+        fake_call_log(__func__, c.gpu, detail, rc);
     }
     fake_state_close(&fake_state);
     API_RETURN(rc);
@@ -696,25 +860,42 @@ nvmlReturn_t nvmlGpuInstanceGetComputeInstanceRemainingCapacity(nvmlGpuInstance_
     API_RETURN(rc);
 }
 
-nvmlReturn_t nvmlGpuInstanceCreateComputeInstance(nvmlGpuInstance_t gpuInstance, unsigned int profileId,
-                                                  nvmlComputeInstance_t *computeInstance)
+static nvmlReturn_t create_ci(nvmlGpuInstance_t gpuInstance, unsigned int profileId,
+                              const nvmlComputeInstancePlacement_t *placement,
+                              nvmlComputeInstance_t *computeInstance)
 {
     gi_ctx_t c;
     fake_ci_profile_t cp;
     nvmlReturn_t rc;
     int first = -1;
-    unsigned id = 0;
-    API_ENTER();
+    unsigned id = 0, start = 0;
+    char detail[64];
     rc = gi_open(gpuInstance, 1, &c);
     if (rc != NVML_SUCCESS)
-        API_RETURN(rc);
+        return rc;
     if (!computeInstance || fake_ci_profile(c.p, profileId, &cp) != 0) {
         rc = !computeInstance ? NVML_ERROR_INVALID_ARGUMENT : NVML_ERROR_NOT_SUPPORTED;
         goto out;
     }
-    if (ci_free_count(c.rec, &cp, &first) == 0) {
-        rc = NVML_ERROR_INSUFFICIENT_RESOURCES;
-        goto out;
+    if (placement) {
+        int valid = placement->size == cp.slices, known = 0;
+        for (unsigned k = 0; valid && k < cp.nstarts; k++)
+            known |= cp.starts[k] == placement->start;
+        if (!valid || !known) {
+            rc = NVML_ERROR_INVALID_ARGUMENT;
+            goto out;
+        }
+        if (ci_mask(c.rec) & (((1u << cp.slices) - 1) << placement->start)) {
+            rc = NVML_ERROR_INSUFFICIENT_RESOURCES;
+            goto out;
+        }
+        start = placement->start;
+    } else {
+        if (ci_free_count(c.rec, &cp, &first) == 0) {
+            rc = NVML_ERROR_INSUFFICIENT_RESOURCES;
+            goto out;
+        }
+        start = (unsigned)first;
     }
     while (id < FAKE_MAX_CI && c.rec->ci[id].used)
         id++;
@@ -724,14 +905,62 @@ nvmlReturn_t nvmlGpuInstanceCreateComputeInstance(nvmlGpuInstance_t gpuInstance,
     }
     c.rec->ci[id].used = 1;
     c.rec->ci[id].profile_id = cp.index;
-    c.rec->ci[id].start = (unsigned)first;
+    c.rec->ci[id].start = start;
     c.rec->ci[id].size = cp.slices;
     rc = fake_state_commit(&fake_state);
     if (rc == NVML_SUCCESS)
         *computeInstance = &fake_ci_handles[c.gpu][c.id][id];
 out:
+    snprintf(detail, sizeof(detail), "gi=%u profile=%u placement=%s%u:%u", c.id, profileId,
+             placement ? "" : "auto/", placement ? placement->start : start, cp.slices);
+    fake_call_log(placement ? "nvmlGpuInstanceCreateComputeInstanceWithPlacement"
+                            : "nvmlGpuInstanceCreateComputeInstance", c.gpu, detail, rc);
     fake_state_close(&fake_state);
-    API_RETURN(rc);
+    return rc;
+}
+
+nvmlReturn_t nvmlGpuInstanceCreateComputeInstance(nvmlGpuInstance_t gpuInstance, unsigned int profileId,
+                                                  nvmlComputeInstance_t *computeInstance)
+{
+    API_ENTER();
+    API_RETURN(create_ci(gpuInstance, profileId, NULL, computeInstance));
+}
+
+nvmlReturn_t nvmlGpuInstanceCreateComputeInstanceWithPlacement(nvmlGpuInstance_t gpuInstance, unsigned int profileId,
+                                                               const nvmlComputeInstancePlacement_t *placement,
+                                                               nvmlComputeInstance_t *computeInstance)
+{
+    API_ENTER();
+    if (!placement)
+        API_RETURN(NVML_ERROR_INVALID_ARGUMENT);
+    API_RETURN(create_ci(gpuInstance, profileId, placement, computeInstance));
+}
+
+/* every placement the compute instance profile has in the GPU instance, whether free or not
+ * (as for GPU instances; creation fails on an occupied one) */
+nvmlReturn_t nvmlGpuInstanceGetComputeInstancePossiblePlacements(nvmlGpuInstance_t gpuInstance, unsigned int profileId,
+                                                                 nvmlComputeInstancePlacement_t *placements,
+                                                                 unsigned int *count)
+{
+    gi_ctx_t c;
+    fake_ci_profile_t cp;
+    nvmlReturn_t rc;
+    API_ENTER();
+    rc = gi_open(gpuInstance, 0, &c);
+    if (rc != NVML_SUCCESS)
+        API_RETURN(rc);
+    fake_state_close(&fake_state);
+    if (!count)
+        API_RETURN(NVML_ERROR_INVALID_ARGUMENT);
+    if (fake_ci_profile(c.p, profileId, &cp) != 0)
+        API_RETURN(NVML_ERROR_NOT_SUPPORTED);
+    if (placements)
+        for (unsigned k = 0; k < cp.nstarts; k++) {
+            placements[k].start = cp.starts[k];
+            placements[k].size = cp.slices;
+        }
+    *count = cp.nstarts;
+    API_RETURN(NVML_SUCCESS);
 }
 
 typedef struct ci_ctx {
@@ -769,8 +998,17 @@ nvmlReturn_t nvmlComputeInstanceDestroy(nvmlComputeInstance_t computeInstance)
     rc = ci_open(computeInstance, 1, &c);
     if (rc != NVML_SUCCESS)
         API_RETURN(rc);
-    memset(c.rec, 0, sizeof(*c.rec));
-    rc = fake_state_commit(&fake_state);
+    if (fake_busy(c.gi.g, c.gi.s, (int)c.gi.id, (int)c.id)) {
+        rc = NVML_ERROR_IN_USE; /* a process runs on it */
+    } else {
+        memset(c.rec, 0, sizeof(*c.rec));
+        rc = fake_state_commit(&fake_state);
+    }
+    {
+        char detail[32];
+        snprintf(detail, sizeof(detail), "gi=%u ci=%u", c.gi.id, c.id);
+        fake_call_log(__func__, c.gi.gpu, detail, rc);
+    }
     fake_state_close(&fake_state);
     API_RETURN(rc);
 }

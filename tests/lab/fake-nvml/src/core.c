@@ -312,17 +312,192 @@ nvmlReturn_t nvmlSystemGetCudaDriverVersion_v2(int *cudaDriverVersion)
     API_RETURN(cuda_version(cudaDriverVersion));
 }
 
-/* ---- test hook: GPU reset / reboot ---- */
+/* ---- fault injection and the call log ---- */
 
-/* Applies pending MIG modes on every MIG-capable GPU of the current profile
- * and drops all GPU/compute instances (they do not survive a reset). Works
- * with or without nvmlInit. Returns an nvmlReturn_t value. */
-int gpuopsFakeNvmlSimulateReset(void)
+/* GPUOPS_FAKE_NVML_FAULTS="fn:N=ERROR[,fn:N+=ERROR...]": the N-th call (counted from 1 in this
+ * process) of NVML function fn fails with ERROR before it does anything; "N+" fails that call
+ * and every later one. ERROR is an NVML error name with or without NVML_ERROR_ (IN_USE,
+ * INSUFFICIENT_RESOURCES, UNKNOWN, ...) or its number. A malformed entry is reported on stderr
+ * once and ignored. */
+#define FAKE_MAX_FAULTS 16
+typedef struct fault {
+    char fn[96];
+    unsigned nth;
+    int and_later;
+    nvmlReturn_t err;
+    unsigned calls;
+} fault_t;
+static fault_t faults[FAKE_MAX_FAULTS];
+static unsigned nfaults;
+static int faults_parsed;
+static pthread_mutex_t fault_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static const struct {
+    const char *name;
+    nvmlReturn_t value;
+} error_names[] = {
+    {"UNINITIALIZED", NVML_ERROR_UNINITIALIZED},
+    {"INVALID_ARGUMENT", NVML_ERROR_INVALID_ARGUMENT},
+    {"NOT_SUPPORTED", NVML_ERROR_NOT_SUPPORTED},
+    {"NO_PERMISSION", NVML_ERROR_NO_PERMISSION},
+    {"NOT_FOUND", NVML_ERROR_NOT_FOUND},
+    {"INSUFFICIENT_SIZE", NVML_ERROR_INSUFFICIENT_SIZE},
+    {"DRIVER_NOT_LOADED", NVML_ERROR_DRIVER_NOT_LOADED},
+    {"TIMEOUT", NVML_ERROR_TIMEOUT},
+    {"GPU_IS_LOST", NVML_ERROR_GPU_IS_LOST},
+    {"RESET_REQUIRED", NVML_ERROR_RESET_REQUIRED},
+    {"IN_USE", NVML_ERROR_IN_USE},
+    {"MEMORY", NVML_ERROR_MEMORY},
+    {"NO_DATA", NVML_ERROR_NO_DATA},
+    {"INSUFFICIENT_RESOURCES", NVML_ERROR_INSUFFICIENT_RESOURCES},
+    {"UNKNOWN", NVML_ERROR_UNKNOWN},
+};
+
+static int parse_error(const char *w, nvmlReturn_t *out)
+{
+    char *end;
+    long v;
+    if (!strncmp(w, "NVML_ERROR_", 11))
+        w += 11;
+    for (size_t i = 0; i < sizeof(error_names) / sizeof(error_names[0]); i++)
+        if (!strcmp(error_names[i].name, w)) {
+            *out = error_names[i].value;
+            return 0;
+        }
+    v = strtol(w, &end, 10);
+    if (*w && !*end && v > 0 && v <= NVML_ERROR_UNKNOWN) {
+        *out = (nvmlReturn_t)v;
+        return 0;
+    }
+    return -1;
+}
+
+static void parse_faults(void)
+{
+    const char *env = getenv("GPUOPS_FAKE_NVML_FAULTS");
+    char buf[2048], *save = NULL;
+    faults_parsed = 1;
+    if (!env || !*env)
+        return;
+    snprintf(buf, sizeof(buf), "%s", env);
+    for (char *item = strtok_r(buf, ", ", &save); item; item = strtok_r(NULL, ", ", &save)) {
+        fault_t f;
+        char *colon = strchr(item, ':'), *eq = strchr(item, '='), *end;
+        memset(&f, 0, sizeof(f));
+        if (!colon || !eq || eq < colon || colon == item || (size_t)(colon - item) >= sizeof(f.fn))
+            goto bad;
+        memcpy(f.fn, item, (size_t)(colon - item));
+        f.nth = (unsigned)strtoul(colon + 1, &end, 10);
+        if (end == colon + 1 || f.nth == 0)
+            goto bad;
+        if (*end == '+') {
+            f.and_later = 1;
+            end++;
+        }
+        if (end != eq || parse_error(eq + 1, &f.err) != 0)
+            goto bad;
+        if (nfaults < FAKE_MAX_FAULTS)
+            faults[nfaults++] = f;
+        continue;
+bad:
+        fprintf(stderr, "gpuops fake NVML: GPUOPS_FAKE_NVML_FAULTS: ignoring '%s' (want function:N=ERROR or "
+                        "function:N+=ERROR, e.g. nvmlDeviceCreateGpuInstance:3=INSUFFICIENT_RESOURCES)\n", item);
+    }
+}
+
+nvmlReturn_t fake_fault(const char *fn)
+{
+    nvmlReturn_t r = NVML_SUCCESS;
+    pthread_mutex_lock(&fault_lock);
+    if (!faults_parsed)
+        parse_faults();
+    for (unsigned i = 0; i < nfaults; i++) {
+        fault_t *f = &faults[i];
+        if (strcmp(f->fn, fn) != 0)
+            continue;
+        f->calls++;
+        if (f->calls == f->nth || (f->and_later && f->calls > f->nth))
+            r = f->err;
+    }
+    pthread_mutex_unlock(&fault_lock);
+    if (r != NVML_SUCCESS)
+        fake_call_log(fn, -1, "injected", r);
+    return r;
+}
+
+void fake_call_log(const char *fn, int gpu, const char *detail, nvmlReturn_t rc)
+{
+    const char *path = getenv("GPUOPS_FAKE_NVML_CALL_LOG");
+    FILE *f;
+    if (!path || !*path)
+        return;
+    f = fopen(path, "a");
+    if (!f)
+        return;
+    fprintf(f, "%s gpu=%d %s rc=%d\n", fn, gpu, detail && *detail ? detail : "-", (int)rc);
+    fclose(f);
+}
+
+/* ---- GPU reset and node reboot (NVIDIA's MIG user guide; REFERENCE.md section 5) ---- */
+
+int fake_busy(const fake_gpu_t *g, const fake_gpu_state_t *s, int gi, int ci)
+{
+    if (gi < 0 && g->mig_change == MIGCHG_IN_USE)
+        return 1;
+    for (unsigned k = 0; k < FAKE_MAX_BUSY; k++) {
+        const fake_busy_rec_t *b = &s->busy[k];
+        if (!b->used)
+            continue;
+        if (gi < 0 || (b->gi == gi && (ci < 0 || b->ci < 0 || b->ci == ci)))
+            return 1;
+    }
+    return 0;
+}
+
+/* A GPU reset fails IN_USE while anything holds the GPU. It drops every GPU and compute
+ * instance; Ampere applies a pending MIG mode, Hopper and later come back in their boot mode. */
+nvmlReturn_t fake_gpu_reset(const fake_gpu_t *g, fake_gpu_state_t *s)
+{
+    if (fake_busy(g, s, -1, -1))
+        return NVML_ERROR_IN_USE;
+    if (g->mig) {
+        if (g->mig_change == MIGCHG_IMMEDIATE)
+            s->mig_cur = s->mig_pend = g->mig_mode_default ? 1 : 0;
+        else
+            s->mig_cur = s->mig_pend;
+    }
+    memset(s->gi, 0, sizeof(s->gi));
+    s->created = 0;
+    return NVML_SUCCESS;
+}
+
+/* A reboot ends every process and client; the MIG mode is as after a reset (Ampere's pending
+ * mode applies even where a client held the GPU: clients start after the driver), and the
+ * persistence mode is the node's configured one again. */
+void fake_gpu_reboot(const fake_gpu_t *g, fake_gpu_state_t *s)
+{
+    memset(s->busy, 0, sizeof(s->busy));
+    if (g->mig) {
+        if (g->mig_change == MIGCHG_IMMEDIATE)
+            s->mig_cur = s->mig_pend = g->mig_mode_default ? 1 : 0;
+        else
+            s->mig_cur = s->mig_pend;
+    }
+    memset(s->gi, 0, sizeof(s->gi));
+    s->created = 0;
+    s->persistence = -1;
+}
+
+/* runs fn on the state record of every GPU of the current profile (uuid NULL) or of the GPU
+ * with that UUID (NOT_FOUND when the node has none), with the state file locked; works with or
+ * without nvmlInit */
+static int with_node_state(const char *uuid, nvmlReturn_t (*fn)(const fake_gpu_t *, fake_gpu_state_t *, void *),
+                           void *arg)
 {
     fake_node_t *tmp;
     nvmlReturn_t r;
+    int matched = 0;
 
-    fake_trace(__func__);
     tmp = malloc(sizeof(*tmp));
     if (!tmp)
         return NVML_ERROR_MEMORY;
@@ -331,18 +506,16 @@ int gpuopsFakeNvmlSimulateReset(void)
     if (r == NVML_SUCCESS)
         r = fake_state_open(&fake_state, tmp->state_path, 1);
     if (r == NVML_SUCCESS) {
-        for (unsigned i = 0; i < tmp->gpu_count; i++) {
+        for (unsigned i = 0; i < tmp->gpu_count && r == NVML_SUCCESS; i++) {
             fake_gpu_state_t *s;
-            if (!tmp->gpus[i].mig)
+            if (uuid && strcmp(uuid, tmp->gpus[i].uuid) != 0)
                 continue;
+            matched = 1;
             s = fake_state_gpu(&fake_state, &tmp->gpus[i]);
-            if (!s) {
-                r = NVML_ERROR_UNKNOWN;
-                break;
-            }
-            s->mig_cur = s->mig_pend;
-            memset(s->gi, 0, sizeof(s->gi));
+            r = s ? fn(&tmp->gpus[i], s, arg) : NVML_ERROR_UNKNOWN;
         }
+        if (r == NVML_SUCCESS && uuid && !matched)
+            r = NVML_ERROR_NOT_FOUND;
         if (r == NVML_SUCCESS)
             r = fake_state_commit(&fake_state);
         fake_state_close(&fake_state);
@@ -350,6 +523,113 @@ int gpuopsFakeNvmlSimulateReset(void)
     pthread_mutex_unlock(&fake_lock);
     free(tmp);
     return (int)r;
+}
+
+static nvmlReturn_t do_reboot(const fake_gpu_t *g, fake_gpu_state_t *s, void *arg)
+{
+    (void)arg;
+    fake_gpu_reboot(g, s);
+    return NVML_SUCCESS;
+}
+
+static nvmlReturn_t do_reset(const fake_gpu_t *g, fake_gpu_state_t *s, void *arg)
+{
+    (void)arg;
+    return fake_gpu_reset(g, s);
+}
+
+/* Test hook: a reboot of the node (every GPU). Returns an nvmlReturn_t value. */
+int gpuopsFakeNvmlSimulateReboot(void)
+{
+    int r;
+    fake_trace(__func__);
+    r = with_node_state(NULL, do_reboot, NULL);
+    fake_call_log("reboot", -1, NULL, (nvmlReturn_t)r);
+    return r;
+}
+
+/* Test hook: a GPU reset of the GPU with that UUID (what `nvidia-smi -r -i` asks the driver
+ * for): IN_USE while anything holds it, NOT_FOUND for a UUID the node does not have. */
+int gpuopsFakeNvmlResetGpu(const char *uuid)
+{
+    int r;
+    fake_trace(__func__);
+    if (!uuid)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    r = with_node_state(uuid, do_reset, NULL);
+    fake_call_log("reset", -1, uuid, (nvmlReturn_t)r);
+    return r;
+}
+
+typedef struct busy_arg {
+    int add;
+    fake_busy_rec_t rec;
+} busy_arg_t;
+
+static nvmlReturn_t do_busy(const fake_gpu_t *g, fake_gpu_state_t *s, void *arg)
+{
+    busy_arg_t *a = arg;
+    if (!a->add) {
+        for (unsigned k = 0; k < FAKE_MAX_BUSY; k++)
+            if (s->busy[k].used && (a->rec.pid == 0 || s->busy[k].pid == a->rec.pid))
+                memset(&s->busy[k], 0, sizeof(s->busy[k]));
+        return NVML_SUCCESS;
+    }
+    if (a->rec.gi >= 0) {
+        if (!g->mig || s->mig_cur != 1 || a->rec.gi >= FAKE_MAX_GI || !s->gi[a->rec.gi].used)
+            return NVML_ERROR_NOT_FOUND;
+        if (a->rec.ci >= 0 && (a->rec.ci >= FAKE_MAX_CI || !s->gi[a->rec.gi].ci[a->rec.ci].used))
+            return NVML_ERROR_NOT_FOUND;
+    } else if (a->rec.ci >= 0) {
+        return NVML_ERROR_INVALID_ARGUMENT;
+    }
+    for (unsigned k = 0; k < FAKE_MAX_BUSY; k++)
+        if (!s->busy[k].used) {
+            s->busy[k] = a->rec;
+            s->busy[k].used = 1;
+            return NVML_SUCCESS;
+        }
+    return NVML_ERROR_INSUFFICIENT_RESOURCES;
+}
+
+/* Test hook: something starts holding the GPU with that UUID (gi/ci -1: the whole GPU, else that GPU or
+ * compute instance, which must exist). kind: "compute" or "graphics" (a process, listed by the
+ * running-process queries) or "client" (nvidia-persistenced, DCGM...: holds the GPU, no process
+ * listed). name: no blanks. Returns an nvmlReturn_t value (NOT_FOUND: no such instance). */
+int gpuopsFakeNvmlSetBusy(const char *uuid, int gi, int ci, unsigned int pid, const char *kind,
+                          unsigned long long usedMiB, const char *name)
+{
+    busy_arg_t a;
+    fake_trace(__func__);
+    if (!uuid || !kind || !name || !*name || strpbrk(name, " \t\n") || pid == 0)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    memset(&a, 0, sizeof(a));
+    a.add = 1;
+    a.rec.gi = gi < 0 ? -1 : gi;
+    a.rec.ci = ci < 0 ? -1 : ci;
+    a.rec.pid = pid;
+    a.rec.used_mib = usedMiB;
+    if (!strcmp(kind, "compute"))
+        a.rec.kind = BUSY_COMPUTE;
+    else if (!strcmp(kind, "graphics"))
+        a.rec.kind = BUSY_GRAPHICS;
+    else if (!strcmp(kind, "client"))
+        a.rec.kind = BUSY_CLIENT;
+    else
+        return NVML_ERROR_INVALID_ARGUMENT;
+    snprintf(a.rec.name, sizeof(a.rec.name), "%s", name);
+    return with_node_state(uuid, do_busy, &a);
+}
+
+/* Test hook: process/client pid stops holding the GPU with that UUID (uuid NULL: any GPU; pid
+ * 0: everything). */
+int gpuopsFakeNvmlClearBusy(const char *uuid, unsigned int pid)
+{
+    busy_arg_t a;
+    fake_trace(__func__);
+    memset(&a, 0, sizeof(a));
+    a.rec.pid = pid;
+    return with_node_state(uuid, do_busy, &a);
 }
 
 /* ---- test hook: what the "driver installation" of the profile looks like ---- */
@@ -360,8 +640,8 @@ int gpuopsFakeNvmlSimulateReset(void)
  * nvmlInit fails on purpose. Writes one item per line:
  *     driver_state loaded|not_loaded|version_mismatch
  *     driver_version 570.172.08
- *     gpu INDEX MINOR MIG(0|1) PCI-BUS-ID
- * Works with or without nvmlInit. Returns an nvmlReturn_t value:
+ *     gpu INDEX MINOR MIG(0|1) PCI-BUS-ID PCI-DEVICE-ID PCI-SUBSYSTEM-ID NUMA-NODE
+ * (ids as NVML reports them, 0x233010DE; NUMA node -1 when unknown). Works with or without nvmlInit. Returns an nvmlReturn_t value:
  * DRIVER_NOT_LOADED when no profile can be read, UNKNOWN for a bad one,
  * INSUFFICIENT_SIZE when buf is too small. */
 int gpuopsFakeNvmlDescribe(char *buf, unsigned int size)
@@ -387,8 +667,9 @@ int gpuopsFakeNvmlDescribe(char *buf, unsigned int size)
         used = n < 0 ? size : (size_t)n;
         for (unsigned i = 0; i < tmp->gpu_count && used < size; i++) {
             const fake_gpu_t *g = &tmp->gpus[i];
-            n = snprintf(buf + used, size - used, "gpu %u %u %d " NVML_DEVICE_PCI_BUS_ID_FMT "\n", i,
-                         g->minor, g->mig != NULL, g->domain, g->bus, g->dev);
+            n = snprintf(buf + used, size - used, "gpu %u %u %d " NVML_DEVICE_PCI_BUS_ID_FMT " 0x%08X 0x%08X %d\n",
+                         i, g->minor, g->mig != NULL, g->domain, g->bus, g->dev, g->pci_device_id,
+                         g->pci_subsystem_id, g->numa_node);
             used += n < 0 ? size : (size_t)n;
         }
         if (used >= size) {

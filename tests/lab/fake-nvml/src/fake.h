@@ -15,7 +15,11 @@
 #pragma GCC visibility push(default)
 #include <nvml.h>
 /* test hooks of the fake (not part of NVML) */
-int gpuopsFakeNvmlSimulateReset(void);
+int gpuopsFakeNvmlSimulateReboot(void);
+int gpuopsFakeNvmlResetGpu(const char *uuid);
+int gpuopsFakeNvmlSetBusy(const char *uuid, int gi, int ci, unsigned int pid, const char *kind,
+                          unsigned long long usedMiB, const char *name);
+int gpuopsFakeNvmlClearBusy(const char *uuid, unsigned int pid);
 int gpuopsFakeNvmlCalledFunctions(char *buf, unsigned int size);
 int gpuopsFakeNvmlDescribe(char *buf, unsigned int size);
 #pragma GCC visibility pop
@@ -35,7 +39,21 @@ int gpuopsFakeNvmlDescribe(char *buf, unsigned int size);
 
 enum { DRV_LOADED, DRV_NOT_LOADED, DRV_VERSION_MISMATCH };
 enum { LOST_NO, LOST_QUERIES, LOST_ENUMERATION };
-enum { MIGCHG_IMMEDIATE, MIGCHG_PENDING, MIGCHG_IN_USE };
+/* how a MIG mode change takes effect (profile key mig_mode_change, "auto" by architecture):
+ *  IMMEDIATE  Hopper and later: applies at once, without a reset, and is gone after a GPU reset
+ *             or a reboot (the GPU comes back with its boot mode);
+ *  RESET      Ampere: applies through a GPU reset, which NVML does itself when no client holds
+ *             the GPU (else the change stays pending, activation status IN_USE); persists;
+ *  PENDING    Ampere where NVML cannot reset the GPU (pass-through VMs): always pending,
+ *             activation status RESET_REQUIRED, until a GPU reset or a reboot; persists;
+ *  IN_USE     Ampere held by a client the node cannot stop: pending, IN_USE; a GPU reset fails
+ *             IN_USE; a reboot applies it; persists. */
+enum { MIGCHG_IMMEDIATE, MIGCHG_PENDING, MIGCHG_IN_USE, MIGCHG_RESET, MIGCHG_AUTO };
+/* GPU instance ids the driver hands out (profile key mig_gi_ids): by placement (0 = 0:8,
+ * 1-2 = x:4, 3-6 = x:2, 7-14 = x:1), the lowest free id from 1, or a shuffled free id */
+enum { GIID_PLACEMENT, GIID_SEQUENTIAL, GIID_SHUFFLED };
+/* where the driver puts a GPU instance created without a placement (mig_auto_placement) */
+enum { AUTOPLACE_LEAST_DAMAGE, AUTOPLACE_HIGHEST, AUTOPLACE_LOWEST };
 enum { NVL_REMOTE_SWITCH, NVL_REMOTE_GPU };
 
 typedef struct fake_mig_table fake_mig_table_t;
@@ -79,6 +97,8 @@ typedef struct fake_gpu {
     const fake_mig_table_t *mig; /* NULL: no MIG support */
     int mig_mode_default;
     int mig_change;
+    int mig_gi_ids;
+    int mig_auto_placement;
 } fake_gpu_t;
 
 typedef struct fake_node {
@@ -126,12 +146,14 @@ struct fake_mig_table {
     unsigned max_mig_devices;
     unsigned nprofiles;
     const fake_gi_profile_t *profiles;
+    unsigned compute_slices; /* 7 on A100/H100/H200/B200, 4 on RTX PRO 6000 */
+    unsigned mem_slices;     /* 8, or 4 */
 };
 
 const fake_mig_table_t *fake_mig_table_find(const char *key);
 const fake_gi_profile_t *fake_mig_by_index(const fake_mig_table_t *t, unsigned index);
 const fake_gi_profile_t *fake_mig_by_id(const fake_mig_table_t *t, unsigned id);
-unsigned fake_mig_gi_id(unsigned start, unsigned size); /* GI id from placement */
+unsigned fake_mig_gi_id(unsigned start, unsigned size, unsigned mem_slices); /* GI id from placement */
 const char *fake_mig_table_keys(void);
 
 /* compute instance profiles inside a GPU instance */
@@ -161,10 +183,24 @@ typedef struct fake_gi_rec {
     unsigned used, profile_id, start, size;
     fake_ci_rec_t ci[FAKE_MAX_CI];
 } fake_gi_rec_t;
+/* something holding a GPU, GPU instance or compute instance: a process (listed by
+ * nvmlDeviceGetComputeRunningProcesses / GetGraphicsRunningProcesses) or a client such as
+ * nvidia-persistenced or DCGM (holds the GPU, lists no process) */
+#define FAKE_MAX_BUSY 16
+enum { BUSY_COMPUTE, BUSY_GRAPHICS, BUSY_CLIENT };
+typedef struct fake_busy_rec {
+    unsigned used, pid, kind;
+    int gi, ci; /* -1: the whole GPU */
+    unsigned long long used_mib;
+    char name[64];
+} fake_busy_rec_t;
 typedef struct fake_gpu_state {
     char uuid[FAKE_UUID_LEN];
     int mig_cur, mig_pend;
+    int persistence; /* -1: the profile's */
+    unsigned created; /* GPU instances created since boot (drives the shuffled id scheme) */
     fake_gi_rec_t gi[FAKE_MAX_GI];
+    fake_busy_rec_t busy[FAKE_MAX_BUSY];
 } fake_gpu_state_t;
 
 #define FAKE_STATE_MAX 64
@@ -188,11 +224,24 @@ extern int fake_refcount;
 extern fake_state_t fake_state;
 
 void fake_trace(const char *fn);
+/* the error a GPUOPS_FAKE_NVML_FAULTS entry injects into this call of fn, or NVML_SUCCESS */
+nvmlReturn_t fake_fault(const char *fn);
+/* appends "fn gpu detail rc" to GPUOPS_FAKE_NVML_CALL_LOG (mutating calls) */
+void fake_call_log(const char *fn, int gpu, const char *detail, nvmlReturn_t rc);
+/* a GPU reset / a reboot of GPU g, on its state record s (state file open exclusively) */
+nvmlReturn_t fake_gpu_reset(const fake_gpu_t *g, fake_gpu_state_t *s);
+void fake_gpu_reboot(const fake_gpu_t *g, fake_gpu_state_t *s);
+/* whether anything holds the GPU (gi/ci -1: anywhere on it) */
+int fake_busy(const fake_gpu_t *g, const fake_gpu_state_t *s, int gi, int ci);
 
-#define API_ENTER()                          \
-    do {                                     \
-        fake_trace(__func__);                \
-        pthread_mutex_lock(&fake_lock);      \
+#define API_ENTER()                                  \
+    do {                                             \
+        nvmlReturn_t fault__;                        \
+        fake_trace(__func__);                        \
+        fault__ = fake_fault(__func__);              \
+        if (fault__ != NVML_SUCCESS)                 \
+            return fault__;                          \
+        pthread_mutex_lock(&fake_lock);              \
     } while (0)
 #define API_RETURN(x)                        \
     do {                                     \

@@ -583,7 +583,7 @@ static const char *const gpu_keys[] = {
     "remapped_rows_uncorrectable", "remapped_rows_pending", "remapped_rows_failure",
     "clocks_event_reasons", "nvlink_count", "nvlink_remote", "nvlink_peer", "nvlink_down",
     "numa_node", "pcie_switch", "supported_events", "xid_events", "lost", "mig_table",
-    "mig_mode", "mig_mode_change", NULL,
+    "mig_mode", "mig_mode_change", "mig_gi_ids", "mig_auto_placement", NULL,
 };
 
 static int key_known(const char *const *keys, const char *key)
@@ -648,9 +648,13 @@ static int load_gpu(parser_t *p, fake_node_t *n, const char *seed, int i)
                                         {"enumeration", LOST_ENUMERATION}, {NULL, 0}};
     static const word_t remote_words[] = {{"switch", NVL_REMOTE_SWITCH},
                                           {"gpu", NVL_REMOTE_GPU}, {NULL, 0}};
-    static const word_t change_words[] = {{"immediate", MIGCHG_IMMEDIATE},
-                                          {"pending", MIGCHG_PENDING},
-                                          {"in_use", MIGCHG_IN_USE}, {NULL, 0}};
+    static const word_t change_words[] = {{"auto", MIGCHG_AUTO},          {"immediate", MIGCHG_IMMEDIATE},
+                                          {"reset", MIGCHG_RESET},        {"pending", MIGCHG_PENDING},
+                                          {"in_use", MIGCHG_IN_USE},      {NULL, 0}};
+    static const word_t giid_words[] = {{"placement", GIID_PLACEMENT}, {"sequential", GIID_SEQUENTIAL},
+                                        {"shuffled", GIID_SHUFFLED}, {NULL, 0}};
+    static const word_t place_words[] = {{"least_damage", AUTOPLACE_LEAST_DAMAGE}, {"highest", AUTOPLACE_HIGHEST},
+                                         {"lowest", AUTOPLACE_LOWEST}, {NULL, 0}};
 
     memset(g, 0, sizeof(*g));
     if (get_str(&c, "name", g->name, sizeof(g->name), "") == 0 || !g->name[0])
@@ -803,7 +807,13 @@ static int load_gpu(parser_t *p, fake_node_t *n, const char *seed, int i)
         }
     }
     get_word(&c, "mig_mode", bool_words, &g->mig_mode_default, 0);
-    get_word(&c, "mig_mode_change", change_words, &g->mig_change, MIGCHG_IMMEDIATE);
+    get_word(&c, "mig_mode_change", change_words, &g->mig_change, MIGCHG_AUTO);
+    /* NVIDIA: on Ampere a MIG mode change takes a GPU reset and persists; from Hopper on it
+     * applies without one and does not survive a reset or reboot (REFERENCE.md section 5) */
+    if (g->mig_change == MIGCHG_AUTO)
+        g->mig_change = g->arch == NVML_DEVICE_ARCH_AMPERE ? MIGCHG_RESET : MIGCHG_IMMEDIATE;
+    get_word(&c, "mig_gi_ids", giid_words, &g->mig_gi_ids, GIID_PLACEMENT);
+    get_word(&c, "mig_auto_placement", place_words, &g->mig_auto_placement, AUTOPLACE_LEAST_DAMAGE);
     if (g->mig_mode_default && !g->mig)
         perr(p, NULL, 0, "gpu %d: mig_mode enabled without a mig_table", i);
     return 0;

@@ -5,6 +5,10 @@
  *   gpu <uuid> <current mig mode> <pending mig mode>
  *   gi  <uuid> <gi id> <profile id> <placement start> <placement size>
  *   ci  <uuid> <gi id> <ci id> <ci profile id> <placement start> <placement size>
+ *   persist <uuid> <0|1>            persistence mode set through nvmlDeviceSetPersistenceMode
+ *   created <uuid> <n>              GPU instances created since boot
+ *   busy <uuid> <gi> <ci> <pid> <compute|graphics|client> <used MiB> <name>
+ *                                   a process or client holding the GPU (gi/ci -1: the GPU)
  *
  * Readers take a shared flock on "<state>.lock", writers an exclusive one and
  * replace the file atomically (write to a temporary file, then rename).
@@ -49,6 +53,7 @@ static fake_gpu_state_t *find_uuid(fake_state_t *st, const char *uuid, int creat
     memset(&st->g[st->n], 0, sizeof(st->g[0]));
     snprintf(st->g[st->n].uuid, sizeof(st->g[0].uuid), "%s", uuid);
     st->g[st->n].mig_cur = st->g[st->n].mig_pend = -1; /* unset: profile default */
+    st->g[st->n].persistence = -1;
     return &st->g[st->n++];
 }
 
@@ -59,7 +64,32 @@ static void parse_state(fake_state_t *st, FILE *f)
         unsigned a, b, c, d, e;
         int m1, m2;
         fake_gpu_state_t *g;
-        if (sscanf(line, "gpu %95s %d %d", uuid, &m1, &m2) == 3) {
+        char kind[16], name[64];
+        unsigned long long mib;
+        if (sscanf(line, "persist %95s %d", uuid, &m1) == 2) {
+            g = find_uuid(st, uuid, 1);
+            if (g)
+                g->persistence = m1 ? 1 : 0;
+        } else if (sscanf(line, "created %95s %u", uuid, &a) == 2) {
+            g = find_uuid(st, uuid, 1);
+            if (g)
+                g->created = a;
+        } else if (sscanf(line, "busy %95s %d %d %u %15s %llu %63s", uuid, &m1, &m2, &a, kind, &mib, name) == 7) {
+            g = find_uuid(st, uuid, 1);
+            for (unsigned k = 0; g && k < FAKE_MAX_BUSY; k++)
+                if (!g->busy[k].used) {
+                    fake_busy_rec_t *b = &g->busy[k];
+                    b->used = 1;
+                    b->gi = m1;
+                    b->ci = m2;
+                    b->pid = a;
+                    b->kind = !strcmp(kind, "graphics") ? BUSY_GRAPHICS
+                              : !strcmp(kind, "client") ? BUSY_CLIENT : BUSY_COMPUTE;
+                    b->used_mib = mib;
+                    snprintf(b->name, sizeof(b->name), "%s", name);
+                    break;
+                }
+        } else if (sscanf(line, "gpu %95s %d %d", uuid, &m1, &m2) == 3) {
             g = find_uuid(st, uuid, 1);
             if (g) {
                 g->mig_cur = m1 ? 1 : 0;
@@ -133,8 +163,17 @@ nvmlReturn_t fake_state_commit(fake_state_t *st)
     fprintf(f, "# gpuops fake NVML MIG state (shared by all processes using this file)\n");
     for (unsigned i = 0; i < st->n; i++) {
         const fake_gpu_state_t *g = &st->g[i];
+        static const char *const kinds[] = {"compute", "graphics", "client"};
         if (g->mig_cur >= 0)
             fprintf(f, "gpu %s %d %d\n", g->uuid, g->mig_cur, g->mig_pend);
+        if (g->persistence >= 0)
+            fprintf(f, "persist %s %d\n", g->uuid, g->persistence);
+        if (g->created)
+            fprintf(f, "created %s %u\n", g->uuid, g->created);
+        for (unsigned k = 0; k < FAKE_MAX_BUSY; k++)
+            if (g->busy[k].used)
+                fprintf(f, "busy %s %d %d %u %s %llu %s\n", g->uuid, g->busy[k].gi, g->busy[k].ci, g->busy[k].pid,
+                        kinds[g->busy[k].kind], g->busy[k].used_mib, g->busy[k].name);
         for (unsigned a = 0; a < FAKE_MAX_GI; a++) {
             if (!g->gi[a].used)
                 continue;

@@ -113,9 +113,28 @@ def all_profiles():
     return sorted(p.stem for p in PROFILE_DIR.glob("*.profile"))
 
 
-def simulate_reset():
-    """The lab's GPU reset, in process (uses the current environment)."""
-    return FAKE_LIB.gpuopsFakeNvmlSimulateReset()
+def simulate_reboot():
+    """A reboot of the node, in process (uses the current environment)."""
+    return FAKE_LIB.gpuopsFakeNvmlSimulateReboot()
+
+
+FAKE_LIB.gpuopsFakeNvmlResetGpu.argtypes = [ctypes.c_char_p]
+FAKE_LIB.gpuopsFakeNvmlSetBusy.argtypes = [ctypes.c_char_p, ctypes.c_int, ctypes.c_int, ctypes.c_uint,
+                                           ctypes.c_char_p, ctypes.c_ulonglong, ctypes.c_char_p]
+FAKE_LIB.gpuopsFakeNvmlClearBusy.argtypes = [ctypes.c_char_p, ctypes.c_uint]
+
+
+def reset_gpu(uuid):
+    """A GPU reset (nvidia-smi -r) of the GPU with that UUID."""
+    return FAKE_LIB.gpuopsFakeNvmlResetGpu(uuid.encode())
+
+
+def set_busy(uuid, pid, kind="compute", name="python3", gi=-1, ci=-1, used_mib=0):
+    return FAKE_LIB.gpuopsFakeNvmlSetBusy(uuid.encode(), gi, ci, pid, kind.encode(), used_mib, name.encode())
+
+
+def clear_busy(uuid=None, pid=0):
+    return FAKE_LIB.gpuopsFakeNvmlClearBusy(uuid.encode() if uuid else None, pid)
 
 
 def run_with_gpus(*args, env=None, check=True, timeout=60):
@@ -137,3 +156,31 @@ def run_with_gpus(*args, env=None, check=True, timeout=60):
             f"with-gpus {args} exited {res.returncode}\nstdout:\n{res.stdout}\nstderr:\n{res.stderr}"
         )
     return res
+
+
+class GpuInstanceProfileInfoV3(ctypes.Structure):
+    """nvmlGpuInstanceProfileInfo_v3_t (pynvml has no binding for it)."""
+
+    _fields_ = [
+        (f, ctypes.c_uint)
+        for f in (
+            "version",
+            "id",
+            "sliceCount",
+            "instanceCount",
+            "multiprocessorCount",
+            "copyEngineCount",
+            "decoderCount",
+            "encoderCount",
+            "jpegCount",
+            "ofaCount",
+        )
+    ] + [
+        ("memorySizeMB", ctypes.c_ulonglong),
+        ("name", ctypes.c_char * 96),
+        ("capabilities", ctypes.c_uint),
+    ]
+
+
+# nvml.h: NVML_GPU_INSTANCE_PROFILE_CAPS_GFX (pynvml lacks it)
+GI_PROFILE_CAPS_GFX = 0x2

@@ -45,10 +45,12 @@ def describe(monkeypatch, profile):
 def test_describe_loaded_profile(monkeypatch):
     rc, text = describe(monkeypatch, "hgx-h100")
     assert rc == 0
+    # index, minor, MIG-capable, PCI bus id, device id, subsystem id, NUMA node
     assert text.splitlines() == ["driver_state loaded", "driver_version 570.172.08"] + [
-        "gpu %d %d 1 00000000:%s:00.0" % (i, i, bus) for i, bus in enumerate(H100_BUS)]
+        "gpu %d %d 1 00000000:%s:00.0 0x233010DE 0x16C110DE %d" % (i, i, bus, i // 4) for i, bus in enumerate(H100_BUS)]
     rc, text = describe(monkeypatch, "t4-x1")
-    assert rc == 0 and text.splitlines()[1:] == ["driver_version 535.247.01", "gpu 0 0 0 00000000:00:04.0"]
+    assert rc == 0 and text.splitlines()[1:] == ["driver_version 535.247.01",
+                                                 "gpu 0 0 0 00000000:00:04.0 0x1EB810DE 0x12A210DE 0"]
 
 
 def test_describe_works_without_a_loadable_driver(monkeypatch):
@@ -151,7 +153,7 @@ def test_driver_files_of_an_hgx_h100(tmp_path):
     assert set(manifest["files"]) == set(files) - {"var/lib/gpuops-fake-nvml/driver-files"}
     # the same driver again: modules.dep stays as it is (nothing for nvidia-cdi-refresh.path)
     written = (root / f"lib/modules/{kernel}/modules.dep").stat().st_mtime_ns
-    fake_driver(root, "hgx-h100-mig-pending")
+    fake_driver(root, "hgx-h100-faults")
     assert (root / f"lib/modules/{kernel}/modules.dep").stat().st_mtime_ns == written
 
 

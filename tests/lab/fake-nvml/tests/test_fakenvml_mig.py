@@ -7,14 +7,18 @@ import pytest
 
 from fakenvml_util import (
     FAKE_LIB,
+    GpuInstanceProfileInfoV3,
     MIG_UUID_RE,
     compute_instances,
     create_gi_at,
     gi_info,
+    clear_busy,
     gpu_instances,
     nvml_raises,
     placements,
-    simulate_reset,
+    reset_gpu,
+    set_busy,
+    simulate_reboot,
 )
 
 P = pynvml
@@ -119,15 +123,18 @@ def test_enable_immediate(h100):
 
 
 def test_enable_pending_until_reset(nvml):
-    n = nvml("hgx-h100-mig-pending")
+    # an A100 whose GPU NVML cannot reset itself (pass-through VM)
+    n = nvml("dgx-a100-mig-pending")
     h = n.nvmlDeviceGetHandleByIndex(0)
     assert n.nvmlDeviceSetMigMode(h, ENABLE) == P.NVML_ERROR_RESET_REQUIRED
     assert n.nvmlDeviceGetMigMode(h) == [DISABLE, ENABLE]
     with nvml_raises(P.NVML_ERROR_NOT_SUPPORTED):
         n.nvmlDeviceCreateGpuInstance(h, 19)  # not active yet
     assert n.nvmlDeviceGetMaxMigDeviceCount(h) == 0
-    assert simulate_reset() == 0
+    assert reset_gpu(n.nvmlDeviceGetUUID(h)) == 0
     assert n.nvmlDeviceGetMigMode(h) == [ENABLE, ENABLE]
+    # the reset was of that GPU only
+    assert n.nvmlDeviceGetMigMode(n.nvmlDeviceGetHandleByIndex(1)) == [DISABLE, DISABLE]
     n.nvmlDeviceCreateGpuInstance(h, 19)
     # disabling is pending too; the reset also destroys the instances
     for gi in gpu_instances(h, 19):
@@ -139,24 +146,55 @@ def test_enable_pending_until_reset(nvml):
     assert n.nvmlDeviceGetMigMode(h) == [ENABLE, ENABLE]
 
 
-def test_reset_destroys_instances(gpu, h100):
+def test_ampere_resets_an_idle_gpu_itself_and_the_mode_persists(nvml):
+    """A100: NVML activates a mode change by resetting the idle GPU; held by a process the
+    change stays pending (IN_USE) until the GPU can be reset. The mode survives a reboot,
+    instances never do."""
+    n = nvml("dgx-a100")
+    h0, h1 = n.nvmlDeviceGetHandleByIndex(0), n.nvmlDeviceGetHandleByIndex(1)
+    assert n.nvmlDeviceSetMigMode(h0, ENABLE) == P.NVML_SUCCESS
+    assert n.nvmlDeviceGetMigMode(h0) == [ENABLE, ENABLE]
+    uuid1 = n.nvmlDeviceGetUUID(h1)
+    assert set_busy(uuid1, pid=4242, kind="compute", name="python3") == 0
+    assert n.nvmlDeviceSetMigMode(h1, ENABLE) == P.NVML_ERROR_IN_USE
+    assert n.nvmlDeviceGetMigMode(h1) == [DISABLE, ENABLE]
+    assert reset_gpu(uuid1) == P.NVML_ERROR_IN_USE  # nvidia-smi -r fails while it runs
+    assert clear_busy(uuid1, 4242) == 0
+    assert reset_gpu(uuid1) == 0
+    assert n.nvmlDeviceGetMigMode(h1) == [ENABLE, ENABLE]
+    n.nvmlDeviceCreateGpuInstance(h0, 0)
+    assert simulate_reboot() == 0
+    assert n.nvmlDeviceGetMigMode(h0) == [ENABLE, ENABLE]  # the mode persists
+    assert gpu_instances(h0, 0) == []  # the instances do not
+
+
+def test_hopper_applies_at_once_and_forgets_on_reset_and_reboot(gpu, h100):
+    """H100: no reset needed, but the mode is gone after a GPU reset or a reboot, and a
+    client holding the GPU makes the change fail IN_USE without leaving it pending."""
     gi = h100.nvmlDeviceCreateGpuInstance(gpu, 0)
-    h100.nvmlGpuInstanceCreateComputeInstance(
-        gi, P.NVML_COMPUTE_INSTANCE_PROFILE_7_SLICE
-    )
-    assert simulate_reset() == 0
-    assert h100.nvmlDeviceGetMigMode(gpu) == [ENABLE, ENABLE]  # the mode persists
-    assert gpu_instances(gpu, 0) == []
+    h100.nvmlGpuInstanceCreateComputeInstance(gi, P.NVML_COMPUTE_INSTANCE_PROFILE_7_SLICE)
+    assert simulate_reboot() == 0
+    assert h100.nvmlDeviceGetMigMode(gpu) == [DISABLE, DISABLE]
     with nvml_raises(P.NVML_ERROR_INVALID_ARGUMENT):
         h100.nvmlGpuInstanceGetInfo(gi)  # stale handle
+    assert h100.nvmlDeviceSetMigMode(gpu, ENABLE) == P.NVML_SUCCESS
+    assert reset_gpu(h100.nvmlDeviceGetUUID(gpu)) == 0
+    assert h100.nvmlDeviceGetMigMode(gpu) == [DISABLE, DISABLE]
+    h2 = h100.nvmlDeviceGetHandleByIndex(2)
+    assert set_busy(h100.nvmlDeviceGetUUID(h2), pid=77, kind="client", name="nv-hostengine") == 0
+    assert h100.nvmlDeviceSetMigMode(h2, ENABLE) == P.NVML_ERROR_IN_USE
+    assert h100.nvmlDeviceGetMigMode(h2) == [DISABLE, DISABLE]
+    assert simulate_reboot() == 0  # a reboot ends the client
+    assert h100.nvmlDeviceSetMigMode(h2, ENABLE) == P.NVML_SUCCESS
 
 
 def test_enable_in_use(nvml):
-    n = nvml("hgx-h100-mig-in-use")
+    n = nvml("dgx-a100-mig-in-use")
     h = n.nvmlDeviceGetHandleByIndex(1)
     assert n.nvmlDeviceSetMigMode(h, ENABLE) == P.NVML_ERROR_IN_USE
     assert n.nvmlDeviceGetMigMode(h) == [DISABLE, ENABLE]
-    assert simulate_reset() == 0
+    assert reset_gpu(n.nvmlDeviceGetUUID(h)) == P.NVML_ERROR_IN_USE
+    assert simulate_reboot() == 0
     assert n.nvmlDeviceGetMigMode(h) == [ENABLE, ENABLE]
 
 
@@ -232,30 +270,6 @@ def test_h100_profile_table(gpu, h100):
         h100.nvmlDeviceGetGpuInstanceProfileInfo(gpu, P.NVML_GPU_INSTANCE_PROFILE_COUNT)
 
 
-class GpuInstanceProfileInfoV3(ctypes.Structure):
-    """nvmlGpuInstanceProfileInfo_v3_t (pynvml has no binding for it)."""
-
-    _fields_ = [
-        (f, ctypes.c_uint)
-        for f in (
-            "version",
-            "id",
-            "sliceCount",
-            "instanceCount",
-            "multiprocessorCount",
-            "copyEngineCount",
-            "decoderCount",
-            "encoderCount",
-            "jpegCount",
-            "ofaCount",
-        )
-    ] + [
-        ("memorySizeMB", ctypes.c_ulonglong),
-        ("name", ctypes.c_char * 96),
-        ("capabilities", ctypes.c_uint),
-    ]
-
-
 def test_profile_info_v3_struct(gpu, h100):
     fn = P.nvmlLib.nvmlDeviceGetGpuInstanceProfileInfoV
     v3 = GpuInstanceProfileInfoV3(
@@ -329,7 +343,9 @@ def test_seven_1g_then_the_eighth_fails(gpu, h100):
     for left in range(7, 0, -1):
         assert h100.nvmlDeviceGetGpuInstanceRemainingCapacity(gpu, 19) == left
         ids.append(gi_info(h100.nvmlDeviceCreateGpuInstance(gpu, 19))[0])
-    assert ids == [13, 12, 11, 10, 9, 8, 7]  # filled from the top, as the driver does
+    # placed as real drivers do (slots 6, 4, 5, 0, 1, 2, 3: the placement that takes the fewest
+    # other placements away), ids by placement
+    assert ids == [13, 11, 12, 7, 8, 9, 10]
     assert h100.nvmlDeviceGetGpuInstanceRemainingCapacity(gpu, 19) == 0
     with nvml_raises(P.NVML_ERROR_INSUFFICIENT_RESOURCES):
         h100.nvmlDeviceCreateGpuInstance(gpu, 19)

@@ -84,6 +84,19 @@ EXPECTED = {
         "550.163.01",
         12040,
     ),
+    "rtx-pro-6000-x4": (
+        "NVIDIA RTX PRO 6000 Blackwell Server Edition",
+        4,
+        97887,
+        (12, 0),
+        pynvml.NVML_DEVICE_ARCH_BLACKWELL,
+        0x2BB510DE,
+        0,
+        True,
+        5,
+        "580.95.05",
+        13000,
+    ),
     "l40s-x4": (
         "NVIDIA L40S",
         4,
@@ -111,8 +124,9 @@ EXPECTED = {
         12020,
     ),
 }
-for derived in ("hgx-h100-faults", "hgx-h100-mig-pending", "hgx-h100-mig-in-use"):
-    EXPECTED[derived] = EXPECTED["hgx-h100"]
+EXPECTED["hgx-h100-faults"] = EXPECTED["hgx-h100"]
+for derived in ("dgx-a100-mig-pending", "dgx-a100-mig-in-use"):
+    EXPECTED[derived] = EXPECTED["dgx-a100"]
 DRIVER_ERRORS = {
     "driver-not-loaded": pynvml.NVML_ERROR_DRIVER_NOT_LOADED,
     "version-mismatch": pynvml.NVML_ERROR_LIB_RM_VERSION_MISMATCH,
@@ -204,7 +218,7 @@ def test_uuids_are_deterministic_and_per_node(nvml, tmp_path, monkeypatch):
     a, b = uuids("hgx-h100"), uuids("hgx-h100")
     assert a == b
     # derived fault profiles describe the same machine
-    assert uuids("hgx-h100-mig-pending") == a
+    assert uuids("dgx-a100-mig-pending") == uuids("dgx-a100")
     assert not set(uuids("hgx-h200")) & set(a)
     assert not set(uuids("hgx-b200")) & set(a)
 

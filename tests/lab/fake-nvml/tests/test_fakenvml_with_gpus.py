@@ -275,16 +275,16 @@ def test_reset_cli_applies_pending_mode(tmp_path, tmpdir_env):
         print(*n.nvmlDeviceGetMigMode(n.nvmlDeviceGetHandleByIndex(2)))
         """)
     out = run_with_gpus(
-        "hgx-h100-mig-pending", "--", *set_mode, env=tmpdir_env
+        "dgx-a100-mig-pending", "--", *set_mode, env=tmpdir_env
     ).stdout.split()
     assert out == ["16", "0", "1"]  # NVML_ERROR_RESET_REQUIRED, current 0, pending 1
     assert run_with_gpus(
-        "hgx-h100-mig-pending", "--", *get_mode, env=tmpdir_env
+        "dgx-a100-mig-pending", "--", *get_mode, env=tmpdir_env
     ).stdout.split() == ["0", "1"]
-    res = run_with_gpus("hgx-h100-mig-pending", "--", str(RESET_CLI), env=tmpdir_env)
-    assert "reset done" in res.stdout
+    res = run_with_gpus("dgx-a100-mig-pending", "--", str(RESET_CLI), env=tmpdir_env)
+    assert "node rebooted" in res.stdout
     assert run_with_gpus(
-        "hgx-h100-mig-pending", "--", *get_mode, env=tmpdir_env
+        "dgx-a100-mig-pending", "--", *get_mode, env=tmpdir_env
     ).stdout.split() == ["1", "1"]
 
 
@@ -292,11 +292,11 @@ def test_reset_cli_standalone_with_profile_argument(tmp_path):
     env = {**os.environ, "TMPDIR": str(tmp_path)}
     env.pop("GPUOPS_FAKE_NVML_STATE", None)
     env.pop("GPUOPS_FAKE_NVML_PROFILE", None)
-    state = tmp_path / "gpuops-fake-nvml" / "hgx-h100-mig-in-use.state"
+    state = tmp_path / "gpuops-fake-nvml" / "dgx-a100-mig-in-use.state"
     state.parent.mkdir()
     # pending enable on GPU 0, written by hand in the state file format
     uuid = run_with_gpus(
-        "hgx-h100-mig-in-use",
+        "dgx-a100-mig-in-use",
         "--",
         *py(
             "import pynvml as n; n.nvmlInit(); print(n.nvmlDeviceGetUUID(n.nvmlDeviceGetHandleByIndex(0)))"
@@ -305,7 +305,7 @@ def test_reset_cli_standalone_with_profile_argument(tmp_path):
     ).stdout.strip()
     state.write_text(f"gpu {uuid} 0 1\n")
     res = subprocess.run(
-        [str(RESET_CLI), "hgx-h100-mig-in-use"],
+        [str(RESET_CLI), "dgx-a100-mig-in-use"],
         env=env,
         capture_output=True,
         text=True,

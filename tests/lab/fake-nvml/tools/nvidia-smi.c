@@ -6,6 +6,10 @@
  *     nvidia-smi            the driver and CUDA versions and one line per GPU
  *     nvidia-smi -L         "GPU i: NAME (UUID: GPU-...)", MIG devices below
  *     nvidia-smi --version  the versions of nvidia-smi, NVML, the driver, CUDA
+ *     nvidia-smi -r [-i ID[,ID...]]
+ *                           GPU reset (ID: index, PCI bus id or UUID; all GPUs without -i),
+ *                           through the fake's gpuopsFakeNvmlResetGpu: fails while a process or
+ *                           client holds the GPU, with nvidia-smi's wording
  *
  * A driver installation puts nvidia-smi on the node, and the container
  * toolkit relies on it: nvidia-cdi-refresh.service only runs when
@@ -16,6 +20,7 @@
  * code (18 for a library/kernel module version mismatch).
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <nvml.h>
@@ -25,7 +30,8 @@ static int usage(FILE *out)
     fprintf(out, "nvidia-smi (gpuops lab placeholder)\n\n"
                  "    nvidia-smi            driver version and one line per GPU\n"
                  "    nvidia-smi -L         list the GPUs and MIG devices\n"
-                 "    nvidia-smi --version  versions of nvidia-smi, NVML, the driver and CUDA\n");
+                 "    nvidia-smi --version  versions of nvidia-smi, NVML, the driver and CUDA\n"
+                 "    nvidia-smi -r [-i ID[,ID...]]  reset GPUs (index, PCI bus id or UUID)\n");
     return out == stdout ? 0 : 2;
 }
 
@@ -157,11 +163,89 @@ static int summary(void)
     return rc;
 }
 
+int gpuopsFakeNvmlResetGpu(const char *uuid); /* the fake NVML's test hook */
+
+static nvmlReturn_t handle_of(const char *id, nvmlDevice_t *dev)
+{
+    char *end;
+    unsigned long i = strtoul(id, &end, 10);
+    if (*id && !*end)
+        return nvmlDeviceGetHandleByIndex_v2((unsigned)i, dev);
+    if (!strncmp(id, "GPU-", 4))
+        return nvmlDeviceGetHandleByUUID(id, dev);
+    return nvmlDeviceGetHandleByPciBusId_v2(id, dev);
+}
+
+static int reset(const char *ids)
+{
+    char buf[1024], *save = NULL, failed[4096] = "";
+    unsigned nfailed = 0, count = 0;
+    nvmlDevice_t devs[64];
+    unsigned ndev = 0;
+    if (ids) {
+        snprintf(buf, sizeof(buf), "%s", ids);
+        for (char *id = strtok_r(buf, ",", &save); id && ndev < 64; id = strtok_r(NULL, ",", &save)) {
+            if (handle_of(id, &devs[ndev]) != NVML_SUCCESS) {
+                printf("No devices were found matching the identifier \"%s\".\n", id);
+                return 6;
+            }
+            ndev++;
+        }
+    } else {
+        if (nvmlDeviceGetCount_v2(&count) != NVML_SUCCESS)
+            return 255;
+        for (unsigned i = 0; i < count && ndev < 64; i++)
+            if (nvmlDeviceGetHandleByIndex_v2(i, &devs[ndev]) == NVML_SUCCESS)
+                ndev++;
+    }
+    for (unsigned k = 0; k < ndev; k++) {
+        char uuid[NVML_DEVICE_UUID_V2_BUFFER_SIZE];
+        nvmlPciInfo_t pci;
+        int r;
+        if (nvmlDeviceGetUUID(devs[k], uuid, sizeof(uuid)) != NVML_SUCCESS ||
+            nvmlDeviceGetPciInfo_v3(devs[k], &pci) != NVML_SUCCESS)
+            return 255;
+        r = gpuopsFakeNvmlResetGpu(uuid);
+        if (r == NVML_SUCCESS) {
+            printf("GPU %s was successfully reset.\n", pci.busId);
+        } else {
+            size_t l = strlen(failed);
+            snprintf(failed + l, sizeof(failed) - l, "\tGPU %s: %s\n", pci.busId, nvmlErrorString((nvmlReturn_t)r));
+            nfailed++;
+        }
+    }
+    if (nfailed) {
+        printf("The following GPUs could not be reset:\n%s\n%u device%s currently being used by one or more other "
+               "processes (e.g., Fabric Manager, CUDA application, graphics application such as an X server, or a "
+               "monitoring application such as another instance of nvidia-smi). Please first kill all processes "
+               "using %s device%s and all compute applications running in the system.\n",
+               failed, nfailed, nfailed == 1 ? " is" : "s are", nfailed == 1 ? "this" : "these", nfailed == 1 ? "" : "s");
+        return 255;
+    }
+    printf("All done.\n");
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     nvmlReturn_t r;
     int rc;
 
+    if (argc >= 2 && (!strcmp(argv[1], "-r") || !strcmp(argv[1], "--gpu-reset"))) {
+        const char *ids = NULL;
+        if (argc == 4 && (!strcmp(argv[2], "-i") || !strcmp(argv[2], "--id")))
+            ids = argv[3];
+        else if (argc == 3 && !strncmp(argv[2], "--id=", 5))
+            ids = argv[2] + 5;
+        else if (argc != 2)
+            return usage(stderr);
+        r = nvmlInit_v2();
+        if (r != NVML_SUCCESS)
+            return init_failed(r);
+        rc = reset(ids);
+        nvmlShutdown();
+        return rc;
+    }
     if (argc > 2)
         return usage(stderr);
     if (argc == 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")))
