@@ -312,6 +312,29 @@ nvmlReturn_t nvmlSystemGetCudaDriverVersion_v2(int *cudaDriverVersion)
     API_RETURN(cuda_version(cudaDriverVersion));
 }
 
+/* the name of a process the lab marked busy on a GPU of the node (gpuopsFakeNvmlSetBusy) */
+nvmlReturn_t nvmlSystemGetProcessName(unsigned int pid, char *name, unsigned int length)
+{
+    nvmlReturn_t rc = NVML_ERROR_NOT_FOUND;
+    API_ENTER();
+    if (!fake_refcount)
+        API_RETURN(NVML_ERROR_UNINITIALIZED);
+    if (!name || !length)
+        API_RETURN(NVML_ERROR_INVALID_ARGUMENT);
+    if (fake_state_open(&fake_state, fake_node.state_path, 0) != NVML_SUCCESS)
+        API_RETURN(NVML_ERROR_UNKNOWN);
+    for (unsigned i = 0; i < fake_node.gpu_count && rc == NVML_ERROR_NOT_FOUND; i++) {
+        fake_gpu_state_t *s = fake_state_gpu(&fake_state, &fake_node.gpus[i]);
+        for (unsigned k = 0; s && k < FAKE_MAX_BUSY; k++)
+            if (s->busy[k].used && s->busy[k].pid == pid && s->busy[k].kind != BUSY_CLIENT) {
+                rc = fake_copy_str(name, length, s->busy[k].name);
+                break;
+            }
+    }
+    fake_state_close(&fake_state);
+    API_RETURN(rc);
+}
+
 /* ---- fault injection and the call log ---- */
 
 /* GPUOPS_FAKE_NVML_FAULTS="fn:N=ERROR[,fn:N+=ERROR...]": the N-th call (counted from 1 in this

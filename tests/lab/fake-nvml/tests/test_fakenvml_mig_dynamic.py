@@ -77,6 +77,9 @@ def test_processes_are_listed_per_gpu_and_per_mig_device(gpu, h100):
     assert [(p.pid, p.usedGpuMemory, p.gpuInstanceId, p.computeInstanceId) for p in procs] == [
         (1001, 2048 << 20, id_a, ci_id)]
     assert [p.pid for p in h100.nvmlDeviceGetGraphicsRunningProcesses(gpu)] == [1002]
+    assert h100.nvmlSystemGetProcessName(1001) == "train.py"
+    with nvml_raises(P.NVML_ERROR_NOT_FOUND):
+        h100.nvmlSystemGetProcessName(1003)  # a client, not a process
     # per MIG device: only the processes of its own instance; clients are no processes
     by_gi = {}
     for i in range(h100.nvmlDeviceGetMaxMigDeviceCount(gpu)):

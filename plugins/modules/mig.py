@@ -1,0 +1,386 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpuops.nvidia contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: mig
+short_description: Partition NVIDIA GPUs with MIG from a mig-parted config, with a plan first
+version_added: 0.1.0
+description:
+  - Applies one named config of an NVIDIA C(mig-parted) config (C(version: v1), C(mig-configs)) to the
+    GPUs of the host through NVML, the way C(nvidia-mig-parted apply) does, and says what it will do
+    before it does it.
+  - "Before any change the config is checked against what each GPU reports through NVML: unknown profile
+    names, counts above a profile's maximum, combinations no placement fits, MIG on a GPU that cannot do
+    it, GPU indexes the host does not have, a malformed config. Each error names the GPU, the config
+    entry and the reason, and nothing is changed."
+  - "The plan is an ordered list of NVML steps: destroy compute instances, destroy GPU instances, change
+    the MIG mode, create GPU instances at explicit placements (largest first, from the placements NVML
+    reports), create one compute instance of the full size in each. GPU instances that already match
+    (profile and placement read back with C(nvmlGpuInstanceGetInfo)) are kept: a second run changes
+    nothing."
+  - NVML reports a GPU's profiles only while its MIG mode is on. For a GPU whose MIG is off the profiles
+    of another GPU of the same PCI device id are used, or those recorded on an earlier run
+    (O(profile_record)); where there are none, the GPU's layout is checked right after its mode change,
+    and the mode is changed back if it does not fit.
+  - "A mode change that does not take effect at once (A100: a client holds the GPU, or a VM where NVML
+    cannot reset it) is reported in RV(reset_required), with the processes that hold the GPU. The module
+    resets such a GPU (C(nvidia-smi -r)) only when O(allow_gpu_reset=true) and no process uses it."
+  - A failure midway stops at that step and reports what was done and what was not (RV(done),
+    RV(not_done)); the layout left behind is consistent and the next run converges.
+author:
+  - gpuops.nvidia maintainers (@gpuops)
+requirements:
+  - nvidia-ml-py (Python module C(pynvml)) on the managed host
+  - PyYAML on the managed host for O(config_file) in YAML (JSON needs nothing)
+options:
+  config_file:
+    description:
+      - Path on the managed host of a mig-parted config file (YAML or JSON).
+      - Exactly one of O(config_file) and O(config) is required.
+    type: path
+  config:
+    description:
+      - The mig-parted config itself (C(version), C(mig-configs)), for example read on the controller
+        with C(lookup('file', ...) | from_yaml).
+    type: dict
+  config_name:
+    description:
+      - The name of the config under C(mig-configs) to apply.
+    type: str
+    required: true
+  allow_gpu_reset:
+    description:
+      - Reset a GPU whose MIG mode change is pending (with C(nvidia-smi -r -i)), when no process uses it.
+      - A reset drops every MIG instance of the GPU and fails while a client such as
+        C(nvidia-persistenced) or DCGM holds it; stop those first (the C(gpuops.nvidia.mig) role does).
+    type: bool
+    default: false
+  profile_record:
+    description:
+      - File on the managed host where the module records the MIG profiles each GPU model reports, so
+        that a later check-mode run can check a layout for GPUs whose MIG mode is off. Empty string
+        turns the record off.
+    type: str
+    default: /var/lib/gpuops-nvidia/mig-profiles.json
+attributes:
+  check_mode:
+    support: full
+    description: Returns the plan and whether the host already matches the config; changes nothing.
+  diff_mode:
+    support: full
+    description: The layout of each GPU before and after, one line per GPU.
+  idempotent:
+    support: full
+    description: A second run with the same config reports C(changed=false).
+notes:
+  - GPU and compute instances do not survive a GPU reset or a reboot, and on Hopper and later GPUs the MIG
+    mode does not either. The C(gpuops.nvidia.mig) role installs a boot unit that applies the config again.
+  - Compute-instance profiles (C(1c.3g.40gb)) are not supported; each GPU instance gets one compute
+    instance of its full size, as the device plugin's MIG strategies expect.
+seealso:
+  - name: NVIDIA mig-parted
+    description: The config format and the tool this module is compared with.
+    link: https://github.com/NVIDIA/mig-parted
+  - name: NVIDIA MIG user guide
+    description: Profiles, placements, and MIG mode changes per GPU generation.
+    link: https://docs.nvidia.com/datacenter/tesla/mig-user-guide/
+"""
+
+EXAMPLES = r"""
+- name: Show what the all-balanced layout would change (check mode)
+  gpuops.nvidia.mig:
+    config_file: /etc/gpuops-nvidia/mig-config.yaml
+    config_name: all-balanced
+  check_mode: true
+  register: mig_plan
+
+- name: Apply it, resetting GPUs whose mode change waits for a reset
+  gpuops.nvidia.mig:
+    config_file: /etc/gpuops-nvidia/mig-config.yaml
+    config_name: all-balanced
+    allow_gpu_reset: true
+
+- name: Per-GPU layouts from an inline config
+  gpuops.nvidia.mig:
+    config_name: mixed
+    config:
+      version: v1
+      mig-configs:
+        mixed:
+          - devices: [0, 1, 2, 3]
+            mig-enabled: false
+          - devices: [4, 5, 6, 7]
+            device-filter: ["0x233010DE"]
+            mig-enabled: true
+            mig-devices: {"3g.40gb": 2}
+"""
+
+RETURN = r"""
+matches:
+  description: Whether the GPUs already had the config's layout before the run.
+  returned: always
+  type: bool
+plan:
+  description: The plan, per GPU and as one ordered list of steps.
+  returned: always
+  type: dict
+  contains:
+    config:
+      description: The config name.
+      type: str
+    gpus:
+      description: Per selected GPU, its config entry, the layout before and after, and its steps.
+      type: list
+      elements: dict
+    steps:
+      description: >-
+        Every step in order, each with C(gpu), C(action) (C(destroy_compute_instance),
+        C(destroy_gpu_instance), C(set_mig_mode), C(create_gpu_instance), C(create_compute_instance)) and
+        its arguments (profile, placement, instance ids, enabled).
+      type: list
+      elements: dict
+  sample:
+    config: all-balanced
+    steps:
+      - {gpu: 0, action: set_mig_mode, enabled: true}
+      - {gpu: 0, action: create_gpu_instance, profile: 3g.40gb, profile_id: 9, placement: [4, 4]}
+done:
+  description: The steps carried out, each with what NVML returned (new instance ids, activation status).
+  returned: always
+  type: list
+  elements: dict
+not_done:
+  description: Steps of the plan that were not carried out (after a failure, or on GPUs waiting for a reset).
+  returned: always
+  type: list
+  elements: dict
+reset_required:
+  description: >-
+    GPUs whose MIG mode change waits for a GPU reset or reboot: C(gpu), C(uuid), C(activation)
+    (C(RESET_REQUIRED) or C(IN_USE)) and the C(processes) holding the GPU.
+  returned: always
+  type: list
+  elements: dict
+mig_devices:
+  description: The MIG devices of the selected GPUs after the run.
+  returned: always
+  type: list
+  elements: dict
+  sample:
+    - {gpu: 0, gpu_instance: 2, compute_instance: 0, profile: 3g.40gb, placement: [4, 4], uuid: MIG-0b8c...}
+converged:
+  description: Whether the GPUs have the config's layout after the run (read back through NVML).
+  returned: always
+  type: bool
+"""
+
+import json
+import os
+
+from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+from ansible.module_utils.common.text.converters import to_native
+
+from ansible_collections.gpuops.nvidia.plugins.module_utils import mig_config, mig_nvml, mig_plan
+from ansible_collections.gpuops.nvidia.plugins.module_utils.files import write_atomic
+
+try:
+    import yaml
+    HAS_YAML = True
+except ImportError:
+    yaml = None
+    HAS_YAML = False
+
+
+def load_config(module):
+    path = module.params["config_file"]
+    if path is None:
+        return module.params["config"]
+    try:
+        with open(path, encoding="utf-8") as handle:
+            text = handle.read()
+    except OSError as exc:
+        module.fail_json(msg="cannot read the MIG config %s: %s" % (path, to_native(exc)))
+    try:
+        return json.loads(text)
+    except ValueError:
+        pass
+    if not HAS_YAML:
+        module.fail_json(msg=missing_required_lib("PyYAML (the MIG config %s is not JSON)" % path))
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        module.fail_json(msg="the MIG config %s is not valid YAML: %s" % (path, to_native(exc)))
+    return None
+
+
+def read_record(path):
+    if not path:
+        return {}
+    try:
+        with open(path, encoding="utf-8") as handle:
+            data = json.load(handle)
+        return data if isinstance(data, dict) else {}
+    except (OSError, ValueError):
+        return {}
+
+
+def save_record(module, path, record, before):
+    if not path or record == before or module.check_mode:
+        return
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        write_atomic(module, path, json.dumps(record, indent=1, sort_keys=True) + "\n", mode=0o644)
+    except OSError:
+        module.warn("could not record the MIG profiles in %s" % path)
+
+
+def make_plan(module, document, name, gpus):
+    try:
+        entries = mig_config.select(document, name)
+        assignment = mig_config.assign(name, entries, gpus)
+    except mig_config.ConfigError as exc:
+        module.fail_json(msg="MIG config: %s" % exc, changed=False)
+    return mig_plan.plan(gpus, assignment, name), assignment
+
+
+def reset_gpu(module, gpu):
+    rc, out, err = module.run_command(["nvidia-smi", "-r", "-i", gpu["pci_bus_id"] or str(gpu["index"])],
+                                      environ_update={"LC_ALL": "C"})
+    return rc == 0, (out + err).strip()
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            config_file=dict(type="path"),
+            config=dict(type="dict"),
+            config_name=dict(type="str", required=True),
+            allow_gpu_reset=dict(type="bool", default=False),
+            profile_record=dict(type="str", default="/var/lib/gpuops-nvidia/mig-profiles.json"),
+        ),
+        mutually_exclusive=[("config_file", "config")],
+        required_one_of=[("config_file", "config")],
+        supports_check_mode=True,
+    )
+    if not mig_nvml.HAS_PYNVML:
+        module.fail_json(msg=missing_required_lib("nvidia-ml-py (Python module pynvml)"),
+                         exception=mig_nvml.PYNVML_IMPORT_ERROR)
+    document = load_config(module)
+    name = module.params["config_name"]
+    errors = mig_config.config_errors(document)
+    if errors:
+        module.fail_json(msg="MIG config: " + "; ".join(errors), changed=False)
+    pynvml = mig_nvml.pynvml
+    try:
+        pynvml.nvmlInit()
+    except pynvml.NVMLError as exc:
+        module.fail_json(msg="NVML cannot be opened (%s): the NVIDIA driver must be loaded before MIG can be "
+                             "configured" % to_native(exc), changed=False)
+    try:
+        run(module, document, name)
+    finally:
+        try:
+            pynvml.nvmlShutdown()
+        except pynvml.NVMLError:
+            pass
+
+
+def run(module, document, name):
+    record_path = module.params["profile_record"]
+    record_before = read_record(record_path)
+    gpus, record = mig_nvml.read_node(record_before)
+    first, assignment = make_plan(module, document, name, gpus)
+    result = {"changed": False, "matches": first["matches"], "plan": first, "done": [], "not_done": [],
+              "reset_required": [], "mig_devices": [], "converged": first["matches"]}
+    if module._diff:
+        result["diff"] = mig_plan.diff_text(first)
+    if first["errors"]:
+        module.fail_json(msg="MIG config %s cannot be applied; nothing was changed: %s" % (
+            name, "; ".join(first["errors"])), **result)
+    selected = sorted(assignment)
+    if module.check_mode or first["matches"]:
+        save_record(module, record_path, record, record_before)
+        result["changed"] = not first["matches"]
+        result["mig_devices"] = [d for i in selected for d in mig_nvml.mig_devices(i)]
+        module.exit_json(**result)
+
+    applier = mig_nvml.Applier()
+    unvalidated = {p["gpu"] for p in first["gpus"] if not p["validated"]}
+    mode_before = {g["index"]: g["mig_current"] for g in gpus}
+
+    def fail(exc, remaining):
+        result["changed"] = bool(result["done"])
+        result["not_done"] = remaining
+        result["mig_devices"] = [d for i in selected for d in mig_nvml.mig_devices(i)]
+        module.fail_json(msg="MIG config %s: %s. Done: %d step(s); not done: %d (see done / not_done); run again "
+                             "to converge once the cause is fixed" % (name, exc.message, len(result["done"]),
+                                                                       len(remaining)), **result)
+
+    # 1. destroy and change modes
+    first_steps = [s for s in first["steps"] if s["action"] not in ("create_gpu_instance", "create_compute_instance")]
+    for i, step in enumerate(first_steps):
+        try:
+            result["done"].append(dict(step, **applier.run(step)))
+        except mig_nvml.StepFailed as exc:
+            fail(exc, first_steps[i:] + [s for s in first["steps"] if s not in first_steps])
+    # 2. mode changes that wait for a reset
+    by_index = {g["index"]: g for g in gpus}
+    waiting = set()
+    for gpu_index, status in sorted(applier.activation.items()):
+        if status == 0:
+            continue
+        now = mig_nvml.read_gpu(gpu_index)
+        item = {"gpu": gpu_index, "uuid": now["uuid"], "activation": mig_nvml.error_name(status),
+                "processes": now["processes"]}
+        if module.params["allow_gpu_reset"] and not now["processes"]:
+            ok, output = reset_gpu(module, by_index[gpu_index])
+            result["done"].append({"gpu": gpu_index, "action": "reset_gpu", "ok": ok, "output": output})
+            now = mig_nvml.read_gpu(gpu_index)
+            if ok and now["mig_current"] == now["mig_pending"]:
+                continue
+            item["reset_output"] = output
+        waiting.add(gpu_index)
+        result["reset_required"].append(item)
+    # 3. read the node again and plan the creations (now with the profiles of GPUs just enabled)
+    gpus, record = mig_nvml.read_node(record)
+    second, _assignment = make_plan(module, document, name, gpus)
+    if second["errors"]:
+        reverted = []
+        for gpu_index in sorted(unvalidated):
+            if not mode_before[gpu_index]:
+                try:
+                    applier.run({"gpu": gpu_index, "action": "set_mig_mode", "enabled": False})
+                    reverted.append(gpu_index)
+                except mig_nvml.StepFailed:
+                    pass
+        result["changed"] = True
+        module.fail_json(msg="MIG config %s cannot be applied: %s. MIG mode was turned back off on GPU(s) %s" % (
+            name, "; ".join(second["errors"]), ", ".join(map(str, reverted)) or "none"), **result)
+    creations = [s for s in second["steps"] if s["gpu"] not in waiting
+                 and s["action"] in ("create_gpu_instance", "create_compute_instance")]
+    result["not_done"] = [s for s in second["steps"] if s["gpu"] in waiting]
+    for i, step in enumerate(creations):
+        try:
+            result["done"].append(dict(step, **applier.run(step)))
+        except mig_nvml.StepFailed as exc:
+            fail(exc, creations[i:] + result["not_done"])
+    save_record(module, record_path, record, record_before)
+    gpus, _record = mig_nvml.read_node(record)
+    final, _assignment = make_plan(module, document, name, gpus)
+    result["converged"] = final["matches"]
+    result["changed"] = bool(result["done"])
+    result["mig_devices"] = [d for i in selected for d in mig_nvml.mig_devices(i)]
+    if module._diff:
+        result["diff"]["after"] = mig_plan.diff_text(final)["before"]
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()
