@@ -57,10 +57,11 @@ class Lab:
     def __init__(self, tmp_path):
         self.tmp_path = tmp_path
 
-    def run(self, profile, argv, check=True, env=None):
+    def run(self, profile, argv, check=True, env=None, node=False):
+        """argv on the simulated node; node: with-gpus --node (the kernel's view too, root)."""
         state = str(self.tmp_path / ("%s.state" % profile))
-        cmd = [WITH_GPUS, profile, "--"] + argv
-        proc = subprocess.run(cmd, cwd=REPO, env=_env(GPUOPS_FAKE_NVML_STATE=state, **(env or {})),
+        cmd = [WITH_GPUS] + (["--node"] if node else []) + [profile, "--"] + argv
+        proc = subprocess.run(cmd, cwd=REPO, env=_env(**dict({"GPUOPS_FAKE_NVML_STATE": state}, **(env or {}))),
                               capture_output=True, text=True, timeout=300, check=False)
         if check and proc.returncode != 0:
             raise AssertionError("%s failed (%d):\n%s\n%s" % (cmd, proc.returncode, proc.stdout[-4000:], proc.stderr[-4000:]))
