@@ -291,3 +291,50 @@ def diff_text(plan_result):
         after.append("GPU %d: MIG %s: %s\n" % (p["gpu"], "on" if a["mig_enabled"] else "off", a["layout"]))
     return {"before": "".join(before), "after": "".join(after),
             "before_header": "MIG layout", "after_header": "MIG layout (config %s)" % plan_result["config"]}
+
+
+def _fits(profiles, devices):
+    return allocate({"profiles": profiles, "gpu_instances": []}, devices) is not None
+
+
+def named_layouts(gpus):
+    """The usual named layouts for the node's GPU models, as a mig-parted config document:
+    all-disabled, all-enabled, all-<profile> (as many of it as fit) and all-balanced (two of the
+    smallest 1-slice profile, a 2-slice and a 3-slice one, as far as they fit), one entry per GPU
+    model (device-filter by PCI device id) wherever the models differ. From the profiles the GPUs
+    report; GPUs whose profiles are unknown get only all-disabled and all-enabled."""
+    models = {}
+    for gpu in gpus:
+        if gpu.get("mig_capable") and gpu.get("profiles") and gpu.get("pci_device_id") is not None:
+            models.setdefault("0x%08X" % gpu["pci_device_id"], gpu["profiles"])
+    configs = {"all-disabled": [{"devices": "all", "mig-enabled": False}],
+               "all-enabled": [{"devices": "all", "mig-enabled": True, "mig-devices": {}}]}
+    single = len(models) == 1
+
+    def entry(device_id, devices):
+        item = {"devices": "all", "mig-enabled": True, "mig-devices": devices}
+        if not single:
+            item["device-filter"] = [device_id]
+        return item
+
+    for device_id, profiles in sorted(models.items()):
+        total = compute_slices(profiles)
+        for name, profile in sorted(profiles.items(), key=lambda kv: (kv[1]["slices"], kv[1]["memory_mib"], kv[0])):
+            if "+" in name or name.endswith("-me"):
+                continue  # media-extension and engine variants: one per GPU at most, no "all-" layout
+            count = min(profile["count"], total // max(profile["slices"], 1))
+            while count and not _fits(profiles, {name: count}):
+                count -= 1
+            if count:
+                configs.setdefault("all-" + name, []).append(entry(device_id, {name: count}))
+        by_slices = {}
+        for name, profile in sorted(profiles.items(), key=lambda kv: (kv[1]["memory_mib"], kv[0])):
+            if "+" not in name and not name.endswith("-me"):
+                by_slices.setdefault(profile["slices"], name)
+        balanced = {}
+        for slices, count in ((3, 1), (2, 1), (1, 2)):
+            if slices in by_slices and _fits(profiles, dict(balanced, **{by_slices[slices]: count})):
+                balanced[by_slices[slices]] = count
+        if len(balanced) > 1:
+            configs.setdefault("all-balanced", []).append(entry(device_id, balanced))
+    return {"version": "v1", "mig-configs": configs}

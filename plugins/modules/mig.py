@@ -187,7 +187,7 @@ import os
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 from ansible.module_utils.common.text.converters import to_native
 
-from ansible_collections.gpuops.nvidia.plugins.module_utils import mig_config, mig_nvml, mig_plan
+from ansible_collections.gpuops.nvidia.plugins.module_utils import mig_apply, mig_config, mig_nvml
 from ansible_collections.gpuops.nvidia.plugins.module_utils.files import write_atomic
 
 try:
@@ -220,17 +220,6 @@ def load_config(module):
     return None
 
 
-def read_record(path):
-    if not path:
-        return {}
-    try:
-        with open(path, encoding="utf-8") as handle:
-            data = json.load(handle)
-        return data if isinstance(data, dict) else {}
-    except (OSError, ValueError):
-        return {}
-
-
 def save_record(module, path, record, before):
     if not path or record == before or module.check_mode:
         return
@@ -239,15 +228,6 @@ def save_record(module, path, record, before):
         write_atomic(module, path, json.dumps(record, indent=1, sort_keys=True) + "\n", mode=0o644)
     except OSError:
         module.warn("could not record the MIG profiles in %s" % path)
-
-
-def make_plan(module, document, name, gpus):
-    try:
-        entries = mig_config.select(document, name)
-        assignment = mig_config.assign(name, entries, gpus)
-    except mig_config.ConfigError as exc:
-        module.fail_json(msg="MIG config: %s" % exc, changed=False)
-    return mig_plan.plan(gpus, assignment, name), assignment
 
 
 def reset_gpu(module, gpu):
@@ -294,91 +274,21 @@ def main():
 
 def run(module, document, name):
     record_path = module.params["profile_record"]
-    record_before = read_record(record_path)
-    gpus, record = mig_nvml.read_node(record_before)
-    first, assignment = make_plan(module, document, name, gpus)
-    result = {"changed": False, "matches": first["matches"], "plan": first, "done": [], "not_done": [],
-              "reset_required": [], "mig_devices": [], "converged": first["matches"]}
-    if module._diff:
-        result["diff"] = mig_plan.diff_text(first)
-    if first["errors"]:
-        module.fail_json(msg="MIG config %s cannot be applied; nothing was changed: %s" % (
-            name, "; ".join(first["errors"])), **result)
-    selected = sorted(assignment)
-    if module.check_mode or first["matches"]:
-        save_record(module, record_path, record, record_before)
-        result["changed"] = not first["matches"]
-        result["mig_devices"] = [d for i in selected for d in mig_nvml.mig_devices(i)]
-        module.exit_json(**result)
-
-    applier = mig_nvml.Applier()
-    unvalidated = {p["gpu"] for p in first["gpus"] if not p["validated"]}
-    mode_before = {g["index"]: g["mig_current"] for g in gpus}
-
-    def fail(exc, remaining):
-        result["changed"] = bool(result["done"])
-        result["not_done"] = remaining
-        result["mig_devices"] = [d for i in selected for d in mig_nvml.mig_devices(i)]
-        module.fail_json(msg="MIG config %s: %s. Done: %d step(s); not done: %d (see done / not_done); run again "
-                             "to converge once the cause is fixed" % (name, exc.message, len(result["done"]),
-                                                                       len(remaining)), **result)
-
-    # 1. destroy and change modes
-    first_steps = [s for s in first["steps"] if s["action"] not in ("create_gpu_instance", "create_compute_instance")]
-    for i, step in enumerate(first_steps):
-        try:
-            result["done"].append(dict(step, **applier.run(step)))
-        except mig_nvml.StepFailed as exc:
-            fail(exc, first_steps[i:] + [s for s in first["steps"] if s not in first_steps])
-    # 2. mode changes that wait for a reset
-    by_index = {g["index"]: g for g in gpus}
-    waiting = set()
-    for gpu_index, status in sorted(applier.activation.items()):
-        if status == 0:
-            continue
-        now = mig_nvml.read_gpu(gpu_index)
-        item = {"gpu": gpu_index, "uuid": now["uuid"], "activation": mig_nvml.error_name(status),
-                "processes": now["processes"]}
-        if module.params["allow_gpu_reset"] and not now["processes"]:
-            ok, output = reset_gpu(module, by_index[gpu_index])
-            result["done"].append({"gpu": gpu_index, "action": "reset_gpu", "ok": ok, "output": output})
-            now = mig_nvml.read_gpu(gpu_index)
-            if ok and now["mig_current"] == now["mig_pending"]:
-                continue
-            item["reset_output"] = output
-        waiting.add(gpu_index)
-        result["reset_required"].append(item)
-    # 3. read the node again and plan the creations (now with the profiles of GPUs just enabled)
-    gpus, record = mig_nvml.read_node(record)
-    second, _assignment = make_plan(module, document, name, gpus)
-    if second["errors"]:
-        reverted = []
-        for gpu_index in sorted(unvalidated):
-            if not mode_before[gpu_index]:
-                try:
-                    applier.run({"gpu": gpu_index, "action": "set_mig_mode", "enabled": False})
-                    reverted.append(gpu_index)
-                except mig_nvml.StepFailed:
-                    pass
-        result["changed"] = True
-        module.fail_json(msg="MIG config %s cannot be applied: %s. MIG mode was turned back off on GPU(s) %s" % (
-            name, "; ".join(second["errors"]), ", ".join(map(str, reverted)) or "none"), **result)
-    creations = [s for s in second["steps"] if s["gpu"] not in waiting
-                 and s["action"] in ("create_gpu_instance", "create_compute_instance")]
-    result["not_done"] = [s for s in second["steps"] if s["gpu"] in waiting]
-    for i, step in enumerate(creations):
-        try:
-            result["done"].append(dict(step, **applier.run(step)))
-        except mig_nvml.StepFailed as exc:
-            fail(exc, creations[i:] + result["not_done"])
+    record_before = mig_apply.read_record(record_path)
+    try:
+        if module.check_mode:
+            result, record = mig_apply.plan_only(document, name, record_before)
+            result["changed"] = not result["matches"]
+        else:
+            reset = (lambda gpu: reset_gpu(module, gpu)) if module.params["allow_gpu_reset"] else None
+            result, record = mig_apply.apply(document, name, record_before, reset=reset)
+    except mig_apply.ApplyError as exc:
+        if not module._diff:
+            exc.result.pop("diff", None)
+        module.fail_json(msg=exc.message, **exc.result)
     save_record(module, record_path, record, record_before)
-    gpus, _record = mig_nvml.read_node(record)
-    final, _assignment = make_plan(module, document, name, gpus)
-    result["converged"] = final["matches"]
-    result["changed"] = bool(result["done"])
-    result["mig_devices"] = [d for i in selected for d in mig_nvml.mig_devices(i)]
-    if module._diff:
-        result["diff"]["after"] = mig_plan.diff_text(final)["before"]
+    if not module._diff:
+        result.pop("diff", None)
     module.exit_json(**result)
 
 

@@ -29,7 +29,7 @@ GEOMETRY = [(19, 1, 7, P1), (20, 1, 1, P1), (15, 1, 4, P1H), (14, 2, 3, P2), (9,
 
 
 def profiles(model):
-    return {name: {"id": pid, "slices": slices, "count": count, "memory_mib": 1000 * slices, "placements": places}
+    return {name: {"id": pid, "slices": slices, "count": count, "memory_mib": 1000 * places[0][1], "placements": places}
             for name, (pid, slices, count, places) in zip(NAMES[model], GEOMETRY)}
 
 
@@ -289,3 +289,32 @@ def test_diff_text_shows_one_line_per_gpu():
     g = gpu("h100-80gb", enabled=True)
     text = mig_plan.diff_text(one_plan(g, {"7g.80gb": 1}))
     assert text["before"] == "GPU 0: MIG on: none\n" and text["after"] == "GPU 0: MIG on: 7g.80gb@0:8\n"
+
+
+@pytest.mark.parametrize("model", sorted(NAMES))
+def test_named_layouts_follow_what_the_gpu_reports(model):
+    doc = mig_plan.named_layouts([gpu(model, index=i, enabled=True) for i in range(8)])
+    assert mig_config.config_errors(doc) == []
+    configs = doc["mig-configs"]
+    one_g, one_g_double, two_g, three_g, four_g, seven_g = (NAMES[model][i] for i in (0, 2, 3, 4, 5, 6))
+    assert sorted(configs) == sorted(["all-disabled", "all-enabled", "all-balanced"] + [
+        "all-" + n for n in (one_g, one_g_double, two_g, three_g, four_g, seven_g)])
+    assert configs["all-" + one_g][0]["mig-devices"] == {one_g: 7}
+    assert configs["all-" + one_g_double][0]["mig-devices"] == {one_g_double: 4}
+    assert configs["all-" + three_g][0]["mig-devices"] == {three_g: 2}
+    assert configs["all-balanced"][0]["mig-devices"] == {one_g: 2, two_g: 1, three_g: 1}
+    # and every one of them is a layout the planner fits
+    for name in configs:
+        g = gpu(model, enabled=True)
+        assert mig_plan.plan([g], mig_config.assign(name, configs[name], [g]), name)["errors"] == []
+
+
+def test_named_layouts_of_a_mixed_node_filter_by_device_id():
+    gpus = [gpu("h100-80gb", index=0, enabled=True), gpu("a100-40gb", index=1, enabled=True, device_id=0x20B010DE),
+            dict(gpu("h100-80gb", index=2), device_id=0x233010DE)]
+    configs = mig_plan.named_layouts(gpus)["mig-configs"]
+    assert [(e["device-filter"], e["mig-devices"]) for e in configs["all-balanced"]] == [
+        (["0x20B010DE"], {"1g.5gb": 2, "2g.10gb": 1, "3g.20gb": 1}),
+        (["0x233010DE"], {"1g.10gb": 2, "2g.20gb": 1, "3g.40gb": 1})]
+    assert [e["device-filter"] for e in configs["all-1g.5gb"]] == [["0x20B010DE"]]
+    assert configs["all-disabled"] == [{"devices": "all", "mig-enabled": False}]
