@@ -43,8 +43,22 @@ class ApplyError(Exception):
         self.result = result
 
 
+def generated(gpus, name):
+    """The usual named layouts for these GPUs (mig_plan.named_layouts). While some MIG-capable
+    GPUs report no profiles yet (MIG off, nothing recorded), a name the layouts do not have yet
+    turns MIG on for those GPUs: the layout is decided once they report their profiles."""
+    document = mig_plan.named_layouts(gpus)
+    unknown = [g["index"] for g in gpus if g.get("mig_capable") and g.get("profiles") is None]
+    if name not in document["mig-configs"] and unknown and name != "all-disabled":
+        document["mig-configs"][name] = [{"devices": unknown, "mig-enabled": True, "mig-devices": {}}]
+    return document
+
+
 def make_plan(document, name, gpus):
-    """(plan, assignment); ApplyError for a config that does not fit the node's GPUs."""
+    """(plan, assignment); ApplyError for a config that does not fit the node's GPUs. A document
+    of None means the usual named layouts, generated from the GPUs."""
+    if document is None:
+        document = generated(gpus, name)
     try:
         entries = mig_config.select(document, name)
         assignment = mig_config.assign(name, entries, gpus)

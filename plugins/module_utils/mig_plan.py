@@ -56,7 +56,7 @@ def _full_ci(gi, profiles):
 
 
 def _expand(devices):
-    return [name for name, count in devices.items() for _ in range(count)]
+    return [name for name, count in devices.items() for _unused in range(count)]
 
 
 def _order(names, profiles):
@@ -218,7 +218,7 @@ def plan_gpu(gpu, want, where):
         out["validated"] = False
         steps.append({"gpu": gpu_index, "action": "set_mig_mode", "enabled": True})
         for name in sorted(devices, key=str):
-            for _ in range(devices[name]):
+            for _unused in range(devices[name]):
                 steps.append({"gpu": gpu_index, "action": "create_gpu_instance", "profile": name, "placement": None})
                 steps.append({"gpu": gpu_index, "action": "create_compute_instance", "profile": name,
                               "gpu_instance": None})

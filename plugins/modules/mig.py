@@ -13,9 +13,9 @@ module: mig
 short_description: Partition NVIDIA GPUs with MIG from a mig-parted config, with a plan first
 version_added: 0.1.0
 description:
-  - Applies one named config of an NVIDIA C(mig-parted) config (C(version: v1), C(mig-configs)) to the
+  - "Applies one named config of an NVIDIA C(mig-parted) config (C(version: v1), C(mig-configs)) to the
     GPUs of the host through NVML, the way C(nvidia-mig-parted apply) does, and says what it will do
-    before it does it.
+    before it does it."
   - "Before any change the config is checked against what each GPU reports through NVML: unknown profile
     names, counts above a profile's maximum, combinations no placement fits, MIG on a GPU that cannot do
     it, GPU indexes the host does not have, a malformed config. Each error names the GPU, the config
@@ -43,7 +43,10 @@ options:
   config_file:
     description:
       - Path on the managed host of a mig-parted config file (YAML or JSON).
-      - Exactly one of O(config_file) and O(config) is required.
+      - At most one of O(config_file) and O(config); with neither, the usual named layouts that
+        M(gpuops.nvidia.mig_layouts) generates from what the GPUs report are used (C(all-balanced),
+        C(all-1g.10gb), ...). Where GPUs report no profiles yet (MIG off), their MIG mode is turned on first
+        and the layout is decided once they report them.
     type: path
   config:
     description:
@@ -101,7 +104,11 @@ EXAMPLES = r"""
   check_mode: true
   register: mig_plan
 
-- name: Apply it, resetting GPUs whose mode change waits for a reset
+- name: The usual balanced layout, generated from what the GPUs report
+  gpuops.nvidia.mig:
+    config_name: all-balanced
+
+- name: Apply a file's layout, resetting GPUs whose mode change waits for a reset
   gpuops.nvidia.mig:
     config_file: /etc/gpuops-nvidia/mig-config.yaml
     config_name: all-balanced
@@ -201,7 +208,7 @@ except ImportError:
 def load_config(module):
     path = module.params["config_file"]
     if path is None:
-        return module.params["config"]
+        return module.params["config"]  # None: the generated layouts
     try:
         with open(path, encoding="utf-8") as handle:
             text = handle.read()
@@ -246,7 +253,6 @@ def main():
             profile_record=dict(type="str", default="/var/lib/gpuops-nvidia/mig-profiles.json"),
         ),
         mutually_exclusive=[("config_file", "config")],
-        required_one_of=[("config_file", "config")],
         supports_check_mode=True,
     )
     if not mig_nvml.HAS_PYNVML:
@@ -254,7 +260,7 @@ def main():
                          exception=mig_nvml.PYNVML_IMPORT_ERROR)
     document = load_config(module)
     name = module.params["config_name"]
-    errors = mig_config.config_errors(document)
+    errors = mig_config.config_errors(document) if document is not None else []
     if errors:
         module.fail_json(msg="MIG config: " + "; ".join(errors), changed=False)
     pynvml = mig_nvml.pynvml

@@ -13,11 +13,11 @@ module: mig_layouts
 short_description: The usual named MIG layouts for the GPUs of a host, from what NVML reports
 version_added: 0.1.0
 description:
-  - Returns a mig-parted config (C(version: v1), C(mig-configs)) with the usual named layouts for the
+  - "Returns a mig-parted config (C(version: v1), C(mig-configs)) with the usual named layouts for the
     host's GPU models, built from the MIG profiles each GPU reports through NVML, never from a table
     per model: C(all-disabled), C(all-enabled), C(all-<profile>) (as many of that profile as fit, for
     every profile without a media or engine suffix) and C(all-balanced) (two of the smallest 1-slice
-    profile, one 2-slice and one 3-slice profile, as far as they fit).
+    profile, one 2-slice and one 3-slice profile, as far as they fit)."
   - Where the host has GPUs of more than one model, each layout has one entry per model, selected by
     C(device-filter) (the PCI device id).
   - NVML reports profiles only while a GPU's MIG mode is on. For GPUs whose MIG is off the profiles

@@ -101,7 +101,7 @@ def planning(rounds, tmp):
             for start in (gpus, balanced):
                 assignment = mig_config.assign(name, entries, start)
                 times = []
-                for _ in range(rounds):
+                for _round in range(rounds):
                     t0 = time.perf_counter()
                     result = mig_plan.plan(start, assignment, name)
                     times.append((time.perf_counter() - t0) * 1000)
@@ -160,7 +160,7 @@ def mutation_counts(tmp):
             if parted and os.geteuid() == 0:
                 ok = run(profile, [parted, "apply", "-f", cfg, "-c", name], theirs_env, node=True).returncode == 0
                 theirs = str(mutations(theirs_log) - m0) if ok else "failed"
-            want = None if name == "all-disabled" else {p: c for p, c in LAYOUTS[profile][name].items()}
+            want = None if name == "all-disabled" else dict(LAYOUTS[profile][name])
             per_gpu = least(previous, want)
             print("   %-28s %8d %8d %11s %9.1f" % ("%s -> %s" % (
                 "off" if previous is None else "...", name), mutations(ours_log) - n0, 8 * per_gpu, theirs, took))

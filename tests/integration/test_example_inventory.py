@@ -15,7 +15,7 @@ import yaml
 from conftest import BIN, REPO, _env  # pylint: disable=import-error
 
 EXAMPLE = os.path.join(REPO, "inventories", "example")
-ROLES = ("driver", "container_toolkit", "gpu_report", "cluster", "node_labels", "device_plugin",
+ROLES = ("driver", "container_toolkit", "mig", "gpu_report", "cluster", "node_labels", "device_plugin",
          "gpu_feature_discovery", "dcgm_exporter", "validate")
 
 

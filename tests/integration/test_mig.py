@@ -80,7 +80,7 @@ def test_apply_idempotence_switching_and_disabling(mig, tmp_path, profile):
     doc = config(layouts)
     first = mig(profile, "all-balanced", doc)
     assert first["changed"] is True and first["converged"] is True, first.get("msg")
-    assert layout(first) == {g: sorted(p for p, c in layouts["all-balanced"].items() for _ in range(c))
+    assert layout(first) == {g: sorted(p for p, c in layouts["all-balanced"].items() for _unused in range(c))
                              for g in range(8)}
     assert len({d["uuid"] for d in first["mig_devices"]}) == 32
     # every placement the module created is where the plan said, read back from NVML
@@ -123,8 +123,8 @@ def test_invalid_configs_name_the_gpu_and_entry_and_change_nothing(lab, mig, tmp
         assert result["failed"] and message in result["msg"], result["msg"]
         assert result.get("changed") is False
         assert state_bytes(tmp_path, "hgx-h100") == before, name
-    broken = {"version": "v1", "mig-configs": {"x": [{"devices": "all", "mig-enabled": True,
-                                                       "mig-devices": {"3g.40gb": "two"}}]}}
+    broken = {"version": "v1",
+              "mig-configs": {"x": [{"devices": "all", "mig-enabled": True, "mig-devices": {"3g.40gb": "two"}}]}}
     result = mig("hgx-h100", "x", broken, expect_failure=True)
     assert "mig-configs.x[0]: the count of 3g.40gb must be a whole number >= 0" in result["msg"]
     assert state_bytes(tmp_path, "hgx-h100") == before

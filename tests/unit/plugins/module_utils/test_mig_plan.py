@@ -252,12 +252,12 @@ def test_mixed_per_gpu_entries_and_device_filters():
      "mig-configs.a[0]: mig-enabled must be true or false"),
     ({"version": "v1", "mig-configs": {"a": [{"devices": "all", "mig-enabled": True, "mig-devices": {"3g": 1}}]}},
      "'3g' is not a MIG profile name"),
-    ({"version": "v1", "mig-configs": {"a": [{"devices": "all", "mig-enabled": True,
-                                               "mig-devices": {"1c.3g.40gb": 1}}]}}, "compute-instance profiles"),
-    ({"version": "v1", "mig-configs": {"a": [{"devices": "all", "mig-enabled": True,
-                                               "mig-devices": {"3g.40gb": -1}}]}}, "must be a whole number >= 0"),
-    ({"version": "v1", "mig-configs": {"a": [{"devices": "all", "mig-enabled": False,
-                                               "mig-devices": {"3g.40gb": 1}}]}}, "mig-devices need mig-enabled: true"),
+    ({"version": "v1", "mig-configs": {"a": [
+        {"devices": "all", "mig-enabled": True, "mig-devices": {"1c.3g.40gb": 1}}]}}, "compute-instance profiles"),
+    ({"version": "v1", "mig-configs": {"a": [
+        {"devices": "all", "mig-enabled": True, "mig-devices": {"3g.40gb": -1}}]}}, "must be a whole number >= 0"),
+    ({"version": "v1", "mig-configs": {"a": [
+        {"devices": "all", "mig-enabled": False, "mig-devices": {"3g.40gb": 1}}]}}, "mig-devices need mig-enabled: true"),
     ({"version": "v1", "mig-configs": {"a": [{"devices": "all", "device-filter": "233010DE", "mig-enabled": False}]}},
      "device-filter takes PCI device ids"),
     ({"version": "v1", "mig-configs": {"a": [{"device": "all", "mig-enabled": False}]}}, "unknown key(s) device"),
