@@ -11,15 +11,16 @@ NVML must be open (nvmlInit) around every call here."""
 from __future__ import annotations
 
 import json
+import os
 
 __metaclass__ = type
 
-try:
+if os.environ.get("GPUOPS_MIG_STANDALONE") == "1":  # the boot-time applier: the files beside this one
+    import mig_config  # pylint: disable=import-error
+    import mig_nvml  # pylint: disable=import-error
+    import mig_plan  # pylint: disable=import-error
+else:
     from ansible_collections.gpuops.nvidia.plugins.module_utils import mig_config, mig_nvml, mig_plan
-except ImportError:  # the boot-time applier: the three files beside this one
-    import mig_config  # type: ignore[no-redef]
-    import mig_nvml  # type: ignore[no-redef]
-    import mig_plan  # type: ignore[no-redef]
 
 
 def read_record(path):
@@ -49,8 +50,15 @@ def generated(gpus, name):
     turns MIG on for those GPUs: the layout is decided once they report their profiles."""
     document = mig_plan.named_layouts(gpus)
     unknown = [g["index"] for g in gpus if g.get("mig_capable") and g.get("profiles") is None]
-    if name not in document["mig-configs"] and unknown and name != "all-disabled":
-        document["mig-configs"][name] = [{"devices": unknown, "mig-enabled": True, "mig-devices": {}}]
+    if unknown and name != "all-disabled":
+        entries = document["mig-configs"].setdefault(name, [])
+        try:
+            covered = set(mig_config.assign(name, entries, gpus)) if entries else set()
+        except mig_config.ConfigError:
+            covered = set()
+        rest = [i for i in unknown if i not in covered]
+        if rest:
+            entries.append({"devices": rest, "mig-enabled": True, "mig-devices": {}})
     return document
 
 
@@ -73,7 +81,10 @@ def devices_of(indexes):
 
 def plan_only(document, name, record=None):
     """The plan without changing anything: (result, record of the profiles seen)."""
-    gpus, record = mig_nvml.read_node(record)
+    try:
+        gpus, record = mig_nvml.read_node(record)
+    except mig_nvml.pynvml.NVMLError as exc:
+        raise ApplyError("NVML failed while reading the GPUs: %s; nothing was changed" % exc, {"changed": False})
     first, assignment = make_plan(document, name, gpus)
     result = {"changed": False, "matches": first["matches"], "plan": first, "done": [], "not_done": [],
               "reset_required": [], "mig_devices": devices_of(sorted(assignment)), "converged": first["matches"],
@@ -89,31 +100,74 @@ def apply(document, name, record=None, reset=None):
     output), or None when resets are not allowed. Returns (result, record); raises ApplyError
     with the partial result when a step fails or the layout does not fit."""
     result, record = plan_only(document, name, record)
-    first = result["plan"]
-    if first["matches"]:
+    if result["plan"]["matches"]:
         return result, record
-    gpus, record = mig_nvml.read_node(record)
-    selected = sorted(p["gpu"] for p in first["gpus"])
-    applier = mig_nvml.Applier()
-    unvalidated = {p["gpu"] for p in first["gpus"] if not p["validated"]}
-    mode_before = {g["index"]: g["mig_current"] for g in gpus}
-
-    def fail(exc, remaining):
+    try:
+        return _apply(document, name, record, reset, result)
+    except mig_nvml.pynvml.NVMLError as exc:
         result["changed"] = bool(result["done"])
-        result["not_done"] = remaining
-        result["mig_devices"] = devices_of(selected)
-        raise ApplyError("MIG config %s: %s. Done: %d step(s); not done: %d (see done / not_done); run again to "
-                         "converge once the cause is fixed" % (name, exc.message, len(result["done"]), len(remaining)),
-                         result)
+        raise ApplyError("MIG config %s: NVML failed: %s; done: %d step(s) (see done); run again to converge once "
+                         "the cause is fixed" % (name, exc, len(result["done"])), result)
 
-    creating = ("create_gpu_instance", "create_compute_instance")
-    # 1. destroy, and change modes
-    first_steps = [s for s in first["steps"] if s["action"] not in creating]
-    for i, step in enumerate(first_steps):
+
+def _run(applier, steps, result, name, selected):
+    """Runs steps in order, recording each; on a failure raises ApplyError naming what was not done."""
+    for i, step in enumerate(steps):
         try:
             result["done"].append(dict(step, **applier.run(step)))
         except mig_nvml.StepFailed as exc:
-            fail(exc, first_steps[i:] + [s for s in first["steps"] if s["action"] in creating])
+            result["changed"] = bool(result["done"])
+            result["not_done"] = steps[i:] + result["not_done"]
+            try:
+                result["mig_devices"] = devices_of(selected)
+            except mig_nvml.pynvml.NVMLError:
+                pass
+            raise ApplyError("MIG config %s: %s. Done: %d step(s); not done: %d (see done / not_done); run again to "
+                             "converge once the cause is fixed" % (name, exc.message, len(result["done"]),
+                                                                   len(result["not_done"])), result)
+
+
+def _replan(document, name, record, result):
+    gpus, record = mig_nvml.read_node(record)
+    try:
+        plan, _assignment = make_plan(document, name, gpus)
+    except ApplyError as exc:
+        result["changed"] = bool(result["done"])
+        raise ApplyError(exc.message, result)
+    return gpus, record, plan
+
+
+def _apply(document, name, record, reset, result):
+    first = result["plan"]
+    gpus, record = mig_nvml.read_node(record)
+    selected = sorted(p["gpu"] for p in first["gpus"])
+    applier = mig_nvml.Applier()
+    creating = ("create_gpu_instance", "create_compute_instance")
+    # 0. GPUs whose profiles are not known yet: MIG on first, then check their layout, before any
+    #    other GPU is touched; a layout that does not fit turns their MIG back off
+    unvalidated = [p["gpu"] for p in first["gpus"] if not p["validated"]]
+    if unvalidated:
+        mode_before = {g["index"]: g["mig_current"] for g in gpus}
+        _run(applier, [s for s in first["steps"] if s["gpu"] in unvalidated and s["action"] == "set_mig_mode"],
+             result, name, selected)
+        gpus, record, first = _replan(document, name, record, result)
+        errors = [e for p in first["gpus"] if p["gpu"] in unvalidated for e in p["errors"]] or first["errors"]
+        if errors:
+            reverted = []
+            for gpu_index in unvalidated:
+                if not mode_before[gpu_index]:
+                    step = {"gpu": gpu_index, "action": "set_mig_mode", "enabled": False}
+                    try:
+                        result["done"].append(dict(step, **applier.run(step)))
+                        reverted.append(gpu_index)
+                    except mig_nvml.StepFailed:
+                        pass
+            result["changed"] = True
+            raise ApplyError("MIG config %s cannot be applied: %s. Nothing else was changed; MIG mode was turned back "
+                             "off on GPU(s) %s" % (name, "; ".join(errors), ", ".join(map(str, reverted)) or "none"),
+                             result)
+    # 1. destroy, and change modes, GPU by GPU
+    _run(applier, [s for s in first["steps"] if s["action"] not in creating], result, name, selected)
     # 2. mode changes that wait for a GPU reset
     by_index = {g["index"]: g for g in gpus}
     waiting = set()
@@ -121,6 +175,8 @@ def apply(document, name, record=None, reset=None):
         if status == 0:
             continue
         now = mig_nvml.read_gpu(gpu_index)
+        if now["mig_current"] == now["mig_pending"]:
+            continue  # applied since (a GPU turned on in step 0, then reset)
         item = {"gpu": gpu_index, "uuid": now["uuid"], "activation": mig_nvml.error_name(status),
                 "processes": now["processes"]}
         if reset is not None and not now["processes"]:
@@ -132,30 +188,15 @@ def apply(document, name, record=None, reset=None):
             item["reset_output"] = output
         waiting.add(gpu_index)
         result["reset_required"].append(item)
-    # 3. read the node again and plan the creations (with the profiles of GPUs just enabled)
-    gpus, record = mig_nvml.read_node(record)
-    second, _assignment = make_plan(document, name, gpus)
+    # 3. read the node again and carry out what is left (the creations) on the GPUs not waiting
+    gpus, record, second = _replan(document, name, record, result)
     if second["errors"]:
-        reverted = []
-        for gpu_index in sorted(unvalidated):
-            if not mode_before[gpu_index]:
-                try:
-                    applier.run({"gpu": gpu_index, "action": "set_mig_mode", "enabled": False})
-                    reverted.append(gpu_index)
-                except mig_nvml.StepFailed:
-                    pass
         result["changed"] = True
-        raise ApplyError("MIG config %s cannot be applied: %s. MIG mode was turned back off on GPU(s) %s" % (
-            name, "; ".join(second["errors"]), ", ".join(map(str, reverted)) or "none"), result)
-    creations = [s for s in second["steps"] if s["gpu"] not in waiting and s["action"] in creating]
+        raise ApplyError("MIG config %s: after the mode changes the layout no longer fits: %s" % (
+            name, "; ".join(second["errors"])), result)
     result["not_done"] = [s for s in second["steps"] if s["gpu"] in waiting]
-    for i, step in enumerate(creations):
-        try:
-            result["done"].append(dict(step, **applier.run(step)))
-        except mig_nvml.StepFailed as exc:
-            fail(exc, creations[i:] + result["not_done"])
-    gpus, record = mig_nvml.read_node(record)
-    final, _assignment = make_plan(document, name, gpus)
+    _run(applier, [s for s in second["steps"] if s["gpu"] not in waiting], result, name, selected)
+    gpus, record, final = _replan(document, name, record, result)
     result["converged"] = final["matches"]
     result["changed"] = bool(result["done"])
     result["mig_devices"] = devices_of(selected)

@@ -43,7 +43,7 @@ def entry_errors(name, index, entry):
         return ["%s: each entry must be a mapping with devices, mig-enabled and mig-devices, not %s"
                 % (where, type(entry).__name__)]
     errors = []
-    unknown = sorted(set(entry) - set(ENTRY_KEYS))
+    unknown = sorted(set(entry) - set(ENTRY_KEYS), key=str)
     if unknown:
         errors.append("%s: unknown key(s) %s (known: %s)" % (where, ", ".join(map(str, unknown)), ", ".join(ENTRY_KEYS)))
     devices = entry.get("devices")
@@ -95,7 +95,7 @@ def config_errors(document):
     if not isinstance(configs, dict) or not configs:
         errors.append("mig-configs must map config names to lists of entries")
         return errors
-    unknown = sorted(set(document) - {"version", "mig-configs"})
+    unknown = sorted(set(document) - {"version", "mig-configs"}, key=str)
     if unknown:
         errors.append("unknown top-level key(s): %s (known: version, mig-configs)" % ", ".join(map(str, unknown)))
     for name, entries in configs.items():
@@ -114,7 +114,7 @@ def select(document, name):
         raise ConfigError("; ".join(errors))
     configs = document["mig-configs"]
     if name not in configs:
-        raise ConfigError("no MIG config named %r (the file has: %s)" % (name, ", ".join(sorted(configs))))
+        raise ConfigError("no MIG config named %r (the file has: %s)" % (name, ", ".join(sorted(map(str, configs)))))
     return configs[name]
 
 

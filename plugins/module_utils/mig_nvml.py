@@ -68,11 +68,11 @@ def _profile_name(info):
     return _text(getattr(info, "name", b"")).split("MIG ")[-1] or None
 
 
-def _placements(handle, profile_id, count):
+def _placements(handle, profile_id):
     n = ctypes.c_uint(0)
-    array = (pynvml.c_nvmlGpuInstancePlacement_t * max(count, 8))()
-    n.value = len(array)
-    try:
+    try:  # the number first (placements NULL), then the placements
+        pynvml.nvmlDeviceGetGpuInstancePossiblePlacements(handle, profile_id, None, ctypes.byref(n))
+        array = (pynvml.c_nvmlGpuInstancePlacement_t * max(n.value, 1))()
         pynvml.nvmlDeviceGetGpuInstancePossiblePlacements(handle, profile_id, array, ctypes.byref(n))
     except pynvml.NVMLError:
         return []
@@ -88,8 +88,7 @@ def _profiles(handle):
             continue
         name = _profile_name(info) or "profile-%d" % info.id
         found[name] = {"id": info.id, "index": index, "slices": info.sliceCount, "count": info.instanceCount,
-                       "memory_mib": int(info.memorySizeMB), "placements": _placements(handle, info.id,
-                                                                                       info.instanceCount)}
+                       "memory_mib": int(info.memorySizeMB), "placements": _placements(handle, info.id)}
     return found
 
 

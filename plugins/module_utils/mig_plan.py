@@ -167,6 +167,14 @@ def layout_errors(gpu, devices, where):
     return errors
 
 
+def _processes_on(gpu, gi_id):
+    return [p for p in gpu.get("processes") or [] if p.get("gpu_instance") == gi_id]
+
+
+def _process_names(gpu, gi_id):
+    return ["%s (%s)" % (p["pid"], p.get("name") or "?") for p in _processes_on(gpu, gi_id)]
+
+
 def describe_layout(gpu_instances):
     """'1g.10gb@6:1, 3g.40gb@4:4' - a layout as one line, by placement."""
     items = sorted(gpu_instances, key=lambda g: (g["placement"][0], g["profile"]))
@@ -204,6 +212,12 @@ def plan_gpu(gpu, want, where):
                           "profile": gi["profile"], "placement": list(gi["placement"])})
 
     if not enabled:
+        busy = [gi for gi in instances if _processes_on(gpu, gi["id"])]
+        if busy:
+            out["errors"].extend("%s: %s: GPU instance %d (%s) runs process(es) %s; stop them before MIG is turned "
+                                 "off" % (where, label, gi["id"], gi["profile"], ", ".join(_process_names(gpu, gi["id"])))
+                                 for gi in busy)
+            return out
         for gi in sorted(instances, key=lambda g: g["id"]):
             destroy(gi)
         if current or pending:
@@ -232,7 +246,18 @@ def plan_gpu(gpu, want, where):
         out["errors"] = errors
         return out
     placed = allocate(dict(gpu, gpu_instances=instances), devices)
+    if placed is None:  # the search gave up (a layout_errors check passed on an empty GPU)
+        out["errors"].append("%s: %s: no placement for the layout was found around the instances the GPU has; "
+                             "apply all-disabled (or all-enabled) first, then this config" % (where, label))
+        return out
     keep = set(placed["keep"])
+    busy = [gi for gi in instances if gi["id"] not in keep and _processes_on(gpu, gi["id"])]
+    if busy:
+        out["errors"].extend("%s: %s: GPU instance %d (%s@%d:%d) would be destroyed but runs process(es) %s; stop "
+                             "them first" % (where, label, gi["id"], gi["profile"], gi["placement"][0],
+                                             gi["placement"][1], ", ".join(_process_names(gpu, gi["id"])))
+                             for gi in busy)
+        return out
     for gi in sorted(instances, key=lambda g: g["id"]):
         if gi["id"] not in keep:
             destroy(gi)
@@ -257,10 +282,11 @@ def plan_gpu(gpu, want, where):
 
 
 def order_steps(gpu_plans):
-    """All GPUs' steps in the order NVML needs them: compute instances go before their GPU
-    instances, instances before a mode change, the mode before new instances."""
+    """All GPUs' steps, GPU by GPU (a failure on one leaves the others as they were), each GPU's
+    in the order NVML needs them: compute instances before their GPU instances, instances before
+    a mode change, the mode before new instances."""
     steps = [s for p in gpu_plans for s in p["steps"]]
-    return sorted(steps, key=lambda s: (PHASES.index(s["action"]), s["gpu"]))
+    return sorted(steps, key=lambda s: (s["gpu"], PHASES.index(s["action"])))
 
 
 def plan(gpus, assignment, name):
@@ -307,13 +333,26 @@ def named_layouts(gpus):
     for gpu in gpus:
         if gpu.get("mig_capable") and gpu.get("profiles") and gpu.get("pci_device_id") is not None:
             models.setdefault("0x%08X" % gpu["pci_device_id"], gpu["profiles"])
-    configs = {"all-disabled": [{"devices": "all", "mig-enabled": False}],
-               "all-enabled": [{"devices": "all", "mig-enabled": True, "mig-devices": {}}]}
-    single = len(models) == 1
+    capable = [g for g in gpus if g.get("mig_capable")]
+    # "devices: all" only where every GPU of the node is of the one model; else per model
+    uniform = len(models) == 1 and len(capable) == len(gpus) and all(
+        g.get("pci_device_id") is not None and "0x%08X" % g["pci_device_id"] in models for g in gpus)
+    enabled = []
+    if uniform:
+        enabled = [{"devices": "all", "mig-enabled": True, "mig-devices": {}}]
+    else:
+        ids = sorted({"0x%08X" % g["pci_device_id"] for g in capable if g.get("pci_device_id") is not None})
+        enabled = [{"devices": "all", "device-filter": [i], "mig-enabled": True, "mig-devices": {}} for i in ids]
+        others = [g["index"] for g in capable if g.get("pci_device_id") is None]
+        if others:
+            enabled.append({"devices": others, "mig-enabled": True, "mig-devices": {}})
+    configs = {"all-disabled": [{"devices": "all", "mig-enabled": False}]}
+    if enabled:
+        configs["all-enabled"] = enabled
 
     def entry(device_id, devices):
         item = {"devices": "all", "mig-enabled": True, "mig-devices": devices}
-        if not single:
+        if not uniform:
             item["device-filter"] = [device_id]
         return item
 

@@ -238,7 +238,10 @@ def save_record(module, path, record, before):
 
 
 def reset_gpu(module, gpu):
-    rc, out, err = module.run_command(["nvidia-smi", "-r", "-i", gpu["pci_bus_id"] or str(gpu["index"])],
+    smi = module.get_bin_path("nvidia-smi")
+    if not smi:
+        return False, "nvidia-smi is not installed: the GPU cannot be reset"
+    rc, out, err = module.run_command([smi, "-r", "-i", gpu["pci_bus_id"] or str(gpu["index"])],
                                       environ_update={"LC_ALL": "C"})
     return rc == 0, (out + err).strip()
 

@@ -324,9 +324,12 @@ def pci_sysfs(writer, pci, loaded):
         writer.text(base + "/class", "0x%06x\n" % PCI_CLASS_3D)
         writer.text(base + "/numa_node", "%d\n" % dev["numa"])
         # BAR0 (16 MiB registers), BAR1 (framebuffer aperture), BAR3; then the unused regions
-        bar = 0xD0000000 + (int(bus, 16) << 24)
-        regions = [(bar, bar + 0xFFFFFF, 0x40200), (0x38000000000 + (int(bus, 16) << 36), 0x38000000000 + (int(bus, 16) << 36) + (1 << 36) - 1, 0x14220C),
-                   (0, 0, 0), (0x3A000000000 + (int(bus, 16) << 25), 0x3A000000000 + (int(bus, 16) << 25) + 0x1FFFFFF, 0x14220C)]
+        number = int(bus, 16)
+        bar0 = 0xD0000000 + (number << 24)
+        bar1 = 0x38000000000 + (number << 36)
+        bar3 = 0x3A000000000 + (number << 25)
+        regions = [(bar0, bar0 + 0xFFFFFF, 0x40200), (bar1, bar1 + (1 << 36) - 1, 0x14220C), (0, 0, 0),
+                   (bar3, bar3 + 0x1FFFFFF, 0x14220C)]
         regions += [(0, 0, 0)] * (13 - len(regions))
         writer.text(base + "/resource", "".join("0x%016x 0x%016x 0x%016x\n" % r for r in regions))
         if loaded:

@@ -482,6 +482,8 @@ def test_deb_carries_the_driver_payload():
         "usr/lib/gpuops-fake-nvml/stubs/libcuda.so.1",
         "usr/bin/nvidia-smi",
         "usr/sbin/gpuops-fake-driver",
+        "usr/sbin/fake-nvml-reset",
+        "usr/sbin/fake-nvml-busy",
         "usr/lib/systemd/system/gpuops-fake-driver.service",
         "usr/lib/systemd/system/gpuops-fake-driver.path",
         "usr/sbin/gpuops-fake-boot",

@@ -134,8 +134,11 @@ def test_busy_cli_and_nvidia_smi_reset(tmp_path):
         print(n.nvmlDeviceSetMigMode(h, n.NVML_DEVICE_MIG_ENABLE), *n.nvmlDeviceGetMigMode(h))
         print(*[p.pid for p in n.nvmlDeviceGetComputeRunningProcesses(h)])
         """
-    run = lambda *cmd: subprocess.run([str(WITH_GPUS), "dgx-a100", "--", *cmd], env={**os.environ, **env},  # noqa: E731
-                                      capture_output=True, text=True, timeout=60, check=False)
+
+    def run(*cmd):
+        return subprocess.run([str(WITH_GPUS), "dgx-a100", "--", *cmd], env={**os.environ, **env},
+                              capture_output=True, text=True, timeout=60, check=False)
+
     assert run(str(BUSY_CLI), "--gpu", "1", "--pid", "31337", "--name", "cuda-job").returncode == 0
     out = with_gpus("dgx-a100", code, env=env, fresh=False).stdout.split()
     assert out == ["19", "0", "1", "31337"]  # IN_USE: pending enable, the process is listed
@@ -318,7 +321,7 @@ def test_rtx_pro_6000_has_other_ids_slices_and_placements(nvml):
         assert P.nvmlLib.nvmlDeviceGetGpuInstanceProfileInfoByIdV(h, pid, ctypes.byref(info)) == 0
         assert bool(info.capabilities & GI_PROFILE_CAPS_GFX) == gfx
     # published nvidia-smi mig -lgi of four 1g instances: ids 3, 4, 5, 6 at 0, 3, 6, 9
-    ids = [gi_info(n.nvmlDeviceCreateGpuInstance(h, 14)) for _ in range(4)]
+    ids = [gi_info(n.nvmlDeviceCreateGpuInstance(h, 14)) for _unused in range(4)]
     assert ids == [(3, 14, (0, 3)), (4, 14, (3, 3)), (5, 14, (6, 3)), (6, 14, (9, 3))]
     with nvml_raises(P.NVML_ERROR_INSUFFICIENT_RESOURCES):
         n.nvmlDeviceCreateGpuInstance(h, 5)  # 4 compute slices are used
@@ -326,8 +329,8 @@ def test_rtx_pro_6000_has_other_ids_slices_and_placements(nvml):
         n.nvmlGpuInstanceDestroy(gi)
     # a 2g and two 1g fill the GPU: 2g 0:6 -> 1, 1g 6:3 -> 5, 9:3 -> 6
     assert gi_info(n.nvmlDeviceCreateGpuInstance(h, 5)) == (1, 5, (0, 6))
-    assert sorted(gi_info(n.nvmlDeviceCreateGpuInstance(h, 14)) for _ in range(2)) == [(5, 14, (6, 3)),
-                                                                                       (6, 14, (9, 3))]
+    two = sorted(gi_info(n.nvmlDeviceCreateGpuInstance(h, 14)) for _unused in range(2))
+    assert two == [(5, 14, (6, 3)), (6, 14, (9, 3))]
     # compute instances of a 4-slice GPU instance: 1, 2 and 4 slices, no 3 or 7
     for gi in gpu_instances(h, 14) + gpu_instances(h, 5):
         n.nvmlGpuInstanceDestroy(gi)
@@ -364,18 +367,18 @@ def test_automatic_placement_is_a_profile_choice(nvml, tmp_path):
     n = nvml(str(prof))
     h = n.nvmlDeviceGetHandleByIndex(0)
     n.nvmlDeviceSetMigMode(h, ENABLE)
-    assert [gi_info(n.nvmlDeviceCreateGpuInstance(h, 19))[2][0] for _ in range(3)] == [0, 1, 2]
+    assert [gi_info(n.nvmlDeviceCreateGpuInstance(h, 19))[2][0] for _unused in range(3)] == [0, 1, 2]
     n.nvmlShutdown()
     prof.write_text("include = hgx-h100\n[gpu]\nmig_auto_placement = highest\n")
     n = nvml(str(prof), state=tmp_path / "other.state")
     h = n.nvmlDeviceGetHandleByIndex(0)
     n.nvmlDeviceSetMigMode(h, ENABLE)
-    assert [gi_info(n.nvmlDeviceCreateGpuInstance(h, 19))[2][0] for _ in range(3)] == [6, 5, 4]
+    assert [gi_info(n.nvmlDeviceCreateGpuInstance(h, 19))[2][0] for _unused in range(3)] == [6, 5, 4]
 
 
 def test_the_driver_places_the_first_3g_high(gpu, h100):
     # NVIDIA's MIG guide: two 3g.20gb created without placements get ids 2 (4:4), then 1 (0:4)
-    assert [gi_info(h100.nvmlDeviceCreateGpuInstance(gpu, 9)) for _ in range(2)] == [(2, 9, (4, 4)), (1, 9, (0, 4))]
+    assert [gi_info(h100.nvmlDeviceCreateGpuInstance(gpu, 9)) for _unused in range(2)] == [(2, 9, (4, 4)), (1, 9, (0, 4))]
 
 
 def test_call_log_records_mutations(tmp_path):

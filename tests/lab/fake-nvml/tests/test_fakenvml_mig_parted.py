@@ -120,7 +120,7 @@ def test_mig_parted_applies_and_asserts_the_usual_layouts(node, mig_parted, tmp_
     for name, devices in [("all-enabled", {})] + list(LAYOUTS[profile].items()) + [("all-disabled", None)]:
         node(profile, mig_parted, "apply", "-f", config, "-c", name)
         node(profile, mig_parted, "assert", "-f", config, "-c", name)
-        want = sorted(p for p, c in (devices or {}).items() for _ in range(c))
+        want = sorted(p for p, c in (devices or {}).items() for _unused in range(c))
         enabled = [0, 0] if devices is None else [1, 1]
         assert layout(node, profile) == [[enabled, want]] * gpus, name
         # and a layout that is not there does not assert

@@ -230,8 +230,9 @@ def test_mixed_per_gpu_entries_and_device_filters():
     assert {i: e for i, (e, _x) in assignment.items()} == {0: 0, 1: 0, 4: 1, 2: 2, 3: 2}
     result = mig_plan.plan(gpus, assignment, "mixed")
     assert result["errors"] == []
-    phases = [mig_plan.PHASES.index(s["action"]) for s in result["steps"]]
-    assert phases == sorted(phases)
+    # GPU by GPU, each in NVML's order: a failure on one GPU leaves the others as they were
+    order = [(s["gpu"], mig_plan.PHASES.index(s["action"])) for s in result["steps"]]
+    assert order == sorted(order)
     for g in gpus:
         steps = [s for s in result["steps"] if s["gpu"] == g["index"]]
         after = apply_plan(g, steps)
@@ -318,3 +319,68 @@ def test_named_layouts_of_a_mixed_node_filter_by_device_id():
         (["0x233010DE"], {"1g.10gb": 2, "2g.20gb": 1, "3g.40gb": 1})]
     assert [e["device-filter"] for e in configs["all-1g.5gb"]] == [["0x20B010DE"]]
     assert configs["all-disabled"] == [{"devices": "all", "mig-enabled": False}]
+
+
+def test_a_kept_instance_with_a_partial_compute_instance_gets_a_full_one():
+    g = gpu("h100-80gb", enabled=True, instances=[gi(1, "3g.40gb", 0, 4, slices=1), gi(2, "3g.40gb", 4, 4, slices=3)])
+    steps = one_plan(g, {"3g.40gb": 2})["steps"]
+    assert [(s["action"], s.get("gpu_instance")) for s in steps] == [
+        ("destroy_compute_instance", 1), ("create_compute_instance", 1)]
+
+
+def test_a_pending_disable_on_an_a100_with_known_profiles_is_cancelled():
+    g = gpu("a100-40gb", enabled=True, pending=False, instances=[gi(1, "7g.40gb", 0, 8)])
+    steps = one_plan(g, {"7g.40gb": 1})["steps"]
+    assert steps == [{"gpu": 0, "action": "set_mig_mode", "enabled": True}]
+
+
+def test_an_instance_that_runs_a_process_is_not_destroyed():
+    g = dict(gpu("h100-80gb", enabled=True, instances=[gi(7, "7g.80gb", 0, 8)]),
+             processes=[{"pid": 4242, "name": "train.py", "kind": "compute", "gpu_instance": 7,
+                         "compute_instance": 0}])
+    result = one_plan(g, {"3g.40gb": 2})
+    assert result["steps"] == []
+    assert result["errors"] == ["mig-configs.t[0]: GPU 0 (h100-80gb): GPU instance 7 (7g.80gb@0:8) would be "
+                                "destroyed but runs process(es) 4242 (train.py); stop them first"]
+    assert "runs process(es) 4242 (train.py); stop them before MIG is turned off" in one_plan(
+        g, {}, enabled=False)["errors"][0]
+    # keeping it is fine
+    assert one_plan(g, {"7g.80gb": 1})["matches"] is True
+
+
+def test_named_layouts_leave_out_gpus_that_cannot_do_mig():
+    t4 = dict(gpu("h100-80gb", index=1), mig_capable=False, device_id=0x1EB810DE, pci_device_id=0x1EB810DE,
+              name="Tesla T4")
+    gpus = [gpu("h100-80gb", index=0, enabled=True), t4]
+    doc = mig_plan.named_layouts(gpus)
+    for name, entries in doc["mig-configs"].items():
+        assignment = mig_config.assign(name, entries, gpus)
+        if name != "all-disabled":
+            assert 1 not in assignment, name
+        assert mig_plan.plan(gpus, assignment, name)["errors"] == [], name
+
+
+def test_generated_layouts_turn_on_gpus_whose_profiles_are_unknown():
+    from ansible_collections.gpuops.nvidia.plugins.module_utils import mig_apply
+
+    gpus = [gpu("h100-80gb", index=0, enabled=True),
+            dict(gpu("a100-40gb", index=1), device_id=0x20B010DE, pci_device_id=0x20B010DE)]
+    doc = mig_apply.generated(gpus, "all-balanced")
+    entries = doc["mig-configs"]["all-balanced"]
+    assert entries[-1] == {"devices": [1], "mig-enabled": True, "mig-devices": {}}
+    assignment = mig_config.assign("all-balanced", entries, gpus)
+    assert sorted(assignment) == [0, 1]
+    result = mig_plan.plan(gpus, assignment, "all-balanced")
+    assert result["errors"] == [] and result["gpus"][1]["validated"] is False
+    assert [s["action"] for s in result["steps"] if s["gpu"] == 1] == ["set_mig_mode"]
+    # a name no model has, with every profile known: an error naming what there is
+    with pytest.raises(mig_config.ConfigError, match="no MIG config named 'all-9g.99gb'"):
+        mig_config.select(mig_apply.generated(gpus[:1], "all-9g.99gb"), "all-9g.99gb")
+
+
+def test_config_names_of_other_types_do_not_crash():
+    document = {"version": "v1", "mig-configs": {1: [{"devices": "all", "mig-enabled": False}],
+                                                 "a": [{"devices": "all", "mig-enabled": False, 7: 1}]}}
+    assert any("unknown key(s) 7" in e for e in mig_config.config_errors(document))
+    with pytest.raises(mig_config.ConfigError):
+        mig_config.select(document, "x")
