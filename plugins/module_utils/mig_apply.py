@@ -75,35 +75,43 @@ def make_plan(document, name, gpus):
     return mig_plan.plan(gpus, assignment, name), assignment
 
 
-def devices_of(indexes):
-    return [d for i in indexes for d in mig_nvml.mig_devices(i)]
+def devices_of(indexes, gpus=None):
+    """The MIG devices of these GPUs; `gpus`: the node's facts read just now, if there are any."""
+    by_index = {g["index"]: g for g in gpus or []}
+    return [d for i in indexes for d in mig_nvml.mig_devices(i, by_index.get(i))]
 
 
 def plan_only(document, name, record=None):
     """The plan without changing anything: (result, record of the profiles seen)."""
+    result, record, _gpus = _plan_node(document, name, record)
+    return result, record
+
+
+def _plan_node(document, name, record):
+    """(result, record, the node's GPU facts) of planning config `name` on the node as it is."""
     try:
         gpus, record = mig_nvml.read_node(record)
     except mig_nvml.pynvml.NVMLError as exc:
         raise ApplyError("NVML failed while reading the GPUs: %s; nothing was changed" % exc, {"changed": False})
     first, assignment = make_plan(document, name, gpus)
     result = {"changed": False, "matches": first["matches"], "plan": first, "done": [], "not_done": [],
-              "reset_required": [], "mig_devices": devices_of(sorted(assignment)), "converged": first["matches"],
-              "diff": mig_plan.diff_text(first)}
+              "reset_required": [], "mig_devices": devices_of(sorted(assignment), gpus),
+              "converged": first["matches"], "diff": mig_plan.diff_text(first)}
     if first["errors"]:
         raise ApplyError("MIG config %s cannot be applied; nothing was changed: %s" % (
             name, "; ".join(first["errors"])), result)
-    return result, record
+    return result, record, gpus
 
 
 def apply(document, name, record=None, reset=None):
     """Applies config `name`. `reset(gpu)` resets a GPU whose mode change waits and returns (ok,
     output), or None when resets are not allowed. Returns (result, record); raises ApplyError
     with the partial result when a step fails or the layout does not fit."""
-    result, record = plan_only(document, name, record)
+    result, record, gpus = _plan_node(document, name, record)
     if result["plan"]["matches"]:
         return result, record
     try:
-        return _apply(document, name, record, reset, result)
+        return _apply(document, name, record, reset, result, gpus)
     except mig_nvml.pynvml.NVMLError as exc:
         result["changed"] = bool(result["done"])
         raise ApplyError("MIG config %s: NVML failed: %s; done: %d step(s) (see done); run again to converge once "
@@ -137,9 +145,8 @@ def _replan(document, name, record, result):
     return gpus, record, plan
 
 
-def _apply(document, name, record, reset, result):
+def _apply(document, name, record, reset, result, gpus):
     first = result["plan"]
-    gpus, record = mig_nvml.read_node(record)
     selected = sorted(p["gpu"] for p in first["gpus"])
     applier = mig_nvml.Applier()
     creating = ("create_gpu_instance", "create_compute_instance")
@@ -199,6 +206,6 @@ def _apply(document, name, record, reset, result):
     gpus, record, final = _replan(document, name, record, result)
     result["converged"] = final["matches"]
     result["changed"] = bool(result["done"])
-    result["mig_devices"] = devices_of(selected)
+    result["mig_devices"] = devices_of(selected, gpus)
     result["diff"]["after"] = mig_plan.diff_text(final)["before"]
     return result, record

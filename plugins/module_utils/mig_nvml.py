@@ -175,10 +175,11 @@ def read_gpu(index):
     return gpu
 
 
-def mig_devices(gpu_index):
-    """The MIG devices of a GPU: GPU/compute instance ids, profile, placement, UUID."""
+def mig_devices(gpu_index, gpu=None):
+    """The MIG devices of a GPU: GPU/compute instance ids, profile, placement, UUID. `gpu`: its
+    facts as read_gpu read them just now (else they are read)."""
     handle = pynvml.nvmlDeviceGetHandleByIndex(gpu_index)
-    gpu = read_gpu(gpu_index)
+    gpu = gpu or read_gpu(gpu_index)
     placements = {gi["id"]: gi for gi in gpu["gpu_instances"]}
     out = []
     for i in range(_try(pynvml.nvmlDeviceGetMaxMigDeviceCount, handle) or 0):

@@ -281,6 +281,41 @@ nvmlReturn_t nvmlDeviceGetGpuInstanceProfileInfo(nvmlDevice_t device, unsigned i
     API_RETURN(NVML_SUCCESS);
 }
 
+/* the members v2 and v3 share by name (v3 has no isP2pSupported: the layouts differ) */
+#define FILL_GI_INFO(x, p)                  \
+    do {                                    \
+        (x)->id = (p)->id;                  \
+        (x)->sliceCount = (p)->slices;      \
+        (x)->instanceCount = (p)->count;    \
+        (x)->multiprocessorCount = (p)->sm; \
+        (x)->copyEngineCount = (p)->ce;     \
+        (x)->decoderCount = (p)->dec;       \
+        (x)->encoderCount = (p)->enc;       \
+        (x)->jpegCount = (p)->jpeg;         \
+        (x)->ofaCount = (p)->ofa;           \
+        (x)->memorySizeMB = (p)->mem_mb;    \
+        snprintf((x)->name, sizeof((x)->name), "MIG %s", (p)->name); \
+    } while (0)
+
+/* a GPU instance profile's info in the caller's struct version (v2, or v3 with capabilities) */
+static nvmlReturn_t fill_gi_info(const fake_gi_profile_t *p, nvmlGpuInstanceProfileInfo_v2_t *info)
+{
+    if (info->version == nvmlGpuInstanceProfileInfo_v2) {
+        memset(info, 0, sizeof(*info));
+        info->version = nvmlGpuInstanceProfileInfo_v2;
+        FILL_GI_INFO(info, p);
+    } else if (info->version == nvmlGpuInstanceProfileInfo_v3) {
+        nvmlGpuInstanceProfileInfo_v3_t *v3 = (nvmlGpuInstanceProfileInfo_v3_t *)info;
+        memset(v3, 0, sizeof(*v3));
+        v3->version = nvmlGpuInstanceProfileInfo_v3;
+        FILL_GI_INFO(v3, p);
+        v3->capabilities = strstr(p->name, "+gfx") ? NVML_GPU_INSTANCE_PROFILE_CAPS_GFX : 0;
+    } else {
+        return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
+    }
+    return NVML_SUCCESS;
+}
+
 nvmlReturn_t nvmlDeviceGetGpuInstanceProfileInfoV(nvmlDevice_t device, unsigned int profile,
                                                   nvmlGpuInstanceProfileInfo_v2_t *info)
 {
@@ -292,59 +327,9 @@ nvmlReturn_t nvmlDeviceGetGpuInstanceProfileInfoV(nvmlDevice_t device, unsigned 
         API_RETURN(rc);
     if (!info)
         API_RETURN(NVML_ERROR_INVALID_ARGUMENT);
-    if (info->version == nvmlGpuInstanceProfileInfo_v2) {
-        memset(info, 0, sizeof(*info));
-        info->version = nvmlGpuInstanceProfileInfo_v2;
-        info->id = p->id;
-        info->isP2pSupported = 0;
-        info->sliceCount = p->slices;
-        info->instanceCount = p->count;
-        info->multiprocessorCount = p->sm;
-        info->copyEngineCount = p->ce;
-        info->decoderCount = p->dec;
-        info->encoderCount = p->enc;
-        info->jpegCount = p->jpeg;
-        info->ofaCount = p->ofa;
-        info->memorySizeMB = p->mem_mb;
-        snprintf(info->name, sizeof(info->name), "MIG %s", p->name);
-    } else if (info->version == nvmlGpuInstanceProfileInfo_v3) {
-        nvmlGpuInstanceProfileInfo_v3_t *v3 = (nvmlGpuInstanceProfileInfo_v3_t *)info;
-        memset(v3, 0, sizeof(*v3));
-        v3->version = nvmlGpuInstanceProfileInfo_v3;
-        v3->id = p->id;
-        v3->sliceCount = p->slices;
-        v3->instanceCount = p->count;
-        v3->multiprocessorCount = p->sm;
-        v3->copyEngineCount = p->ce;
-        v3->decoderCount = p->dec;
-        v3->encoderCount = p->enc;
-        v3->jpegCount = p->jpeg;
-        v3->ofaCount = p->ofa;
-        v3->memorySizeMB = p->mem_mb;
-        snprintf(v3->name, sizeof(v3->name), "MIG %s", p->name);
-        v3->capabilities = strstr(p->name, "+gfx") ? NVML_GPU_INSTANCE_PROFILE_CAPS_GFX : 0;
-    } else {
-        API_RETURN(NVML_ERROR_ARGUMENT_VERSION_MISMATCH);
-    }
-    API_RETURN(NVML_SUCCESS);
+    API_RETURN(fill_gi_info(p, info));
 }
 
-static void fill_gi_info_v2(const fake_gi_profile_t *p, nvmlGpuInstanceProfileInfo_v2_t *info)
-{
-    memset(info, 0, sizeof(*info));
-    info->version = nvmlGpuInstanceProfileInfo_v2;
-    info->id = p->id;
-    info->sliceCount = p->slices;
-    info->instanceCount = p->count;
-    info->multiprocessorCount = p->sm;
-    info->copyEngineCount = p->ce;
-    info->decoderCount = p->dec;
-    info->encoderCount = p->enc;
-    info->jpegCount = p->jpeg;
-    info->ofaCount = p->ofa;
-    info->memorySizeMB = p->mem_mb;
-    snprintf(info->name, sizeof(info->name), "MIG %s", p->name);
-}
 
 /* the same information, looked up by profile ID (R550 and later drivers) */
 nvmlReturn_t nvmlDeviceGetGpuInstanceProfileInfoByIdV(nvmlDevice_t device, unsigned int profileId,
@@ -368,28 +353,7 @@ nvmlReturn_t nvmlDeviceGetGpuInstanceProfileInfoByIdV(nvmlDevice_t device, unsig
     p = fake_mig_by_id(g->mig, profileId);
     if (!p)
         API_RETURN(NVML_ERROR_NOT_SUPPORTED);
-    if (info->version == nvmlGpuInstanceProfileInfo_v2) {
-        fill_gi_info_v2(p, info);
-    } else if (info->version == nvmlGpuInstanceProfileInfo_v3) {
-        nvmlGpuInstanceProfileInfo_v3_t *v3 = (nvmlGpuInstanceProfileInfo_v3_t *)info;
-        memset(v3, 0, sizeof(*v3));
-        v3->version = nvmlGpuInstanceProfileInfo_v3;
-        v3->id = p->id;
-        v3->sliceCount = p->slices;
-        v3->instanceCount = p->count;
-        v3->multiprocessorCount = p->sm;
-        v3->copyEngineCount = p->ce;
-        v3->decoderCount = p->dec;
-        v3->encoderCount = p->enc;
-        v3->jpegCount = p->jpeg;
-        v3->ofaCount = p->ofa;
-        v3->memorySizeMB = p->mem_mb;
-        snprintf(v3->name, sizeof(v3->name), "MIG %s", p->name);
-        v3->capabilities = strstr(p->name, "+gfx") ? NVML_GPU_INSTANCE_PROFILE_CAPS_GFX : 0;
-    } else {
-        API_RETURN(NVML_ERROR_ARGUMENT_VERSION_MISMATCH);
-    }
-    API_RETURN(NVML_SUCCESS);
+    API_RETURN(fill_gi_info(p, info));
 }
 
 static nvmlReturn_t placements(nvmlDevice_t device, unsigned int profileId,
