@@ -356,6 +356,9 @@ class Cluster:
             "[Unit]\nDescription=gpuops lab: routes to the other nodes' pod subnets\nAfter=network-online.target\n\n"
             "[Service]\nType=oneshot\nRemainAfterExit=yes\nExecStart=/usr/local/sbin/gpuops-lab-routes\n\n"
             "[Install]\nWantedBy=multi-user.target\n")
+        # the fake driver's /proc/driver entries (nvidia-caps/mig-minors) in the pods' containers:
+        # the kernel's procfs has none without nvidia.ko (see gpuops-fake-procfs in the fake NVML)
+        put(node, "/usr/local/sbin/runc", RUNC_WRAPPER, 0o755)
         kubelet = " ".join(["/usr/local/bin/kubelet", "--config=/var/lib/kubelet/config.yaml",
                             f"--kubeconfig={K8S_DIR}/kubelet.conf", f"--node-ip={ip}",
                             "--node-labels=gpuops.lab/node=gpu"])
@@ -480,6 +483,16 @@ class Cluster:
         return "\n".join(lines)
 
 
+# runc as the node's containerd and NVIDIA's runtime find it on PATH: the real one, with the fake
+# driver's OCI hook added to the bundles it creates (gpuops-fake-procfs, in the fake NVML package)
+RUNC_WRAPPER = r"""#!/bin/sh
+# gpuops lab: runc, with the fake NVIDIA driver's /proc/driver entries in new containers
+if [ -x /usr/sbin/gpuops-fake-procfs ]; then
+  for a in "$@"; do case "$a" in create|run) exec /usr/sbin/gpuops-fake-procfs runc "$@" ;; esac; done
+fi
+exec /usr/sbin/runc "$@"
+"""
+
 # what `kube down` does in a lab node: stop the agents, remove the pods' containers and files
 NODE_CLEANUP = r"""
 systemctl disable -q --now kubelet kube-proxy gpuops-lab-routes 2>/dev/null
@@ -492,7 +505,7 @@ done
 awk '$2 ~ "^/var/lib/kubelet/" {print $2}' /proc/mounts | sort -r | xargs -r -n1 umount -l 2>/dev/null
 rm -rf /var/lib/kubelet /var/lib/kube-proxy /etc/kubernetes /etc/cni/net.d/10-gpuops-lab.conflist \
   /var/lib/cni/networks/gpuops-lab /etc/systemd/system/kubelet.service /etc/systemd/system/kube-proxy.service \
-  /etc/systemd/system/gpuops-lab-routes.service /usr/local/sbin/gpuops-lab-routes
+  /etc/systemd/system/gpuops-lab-routes.service /usr/local/sbin/gpuops-lab-routes /usr/local/sbin/runc
 ip link delete cni0 2>/dev/null
 systemctl daemon-reload
 true

@@ -22,6 +22,7 @@
     } while (0)
 
 /* MIG device helpers (api_mig.c) */
+nvmlReturn_t fake_mig_dev_index(const struct nvmlDevice_st *d, unsigned *index);
 nvmlReturn_t fake_mig_dev_profile(const struct nvmlDevice_st *d, const fake_gi_profile_t **gip,
                                   unsigned *ci_slices);
 
@@ -102,7 +103,7 @@ nvmlReturn_t nvmlDeviceGetHandleByUUID(const char *uuid, nvmlDevice_t *device)
             for (unsigned a = 0; a < FAKE_MAX_GI; a++)
                 for (unsigned b = 0; s->gi[a].used && b < FAKE_MAX_CI; b++) {
                     char mu[FAKE_UUID_LEN];
-                    if (!s->gi[a].ci[b].used)
+                    if (!s->gi[a].ci[b].used || !fake_mig_visible(g, a, b))
                         continue;
                     fake_mig_uuid(g, a, b, mu, sizeof(mu));
                     if (!strcmp(mu, uuid)) {
@@ -152,8 +153,10 @@ nvmlReturn_t nvmlDeviceGetHandleByPciBusId(const char *pciBusId, nvmlDevice_t *d
 
 nvmlReturn_t nvmlDeviceGetIndex(nvmlDevice_t device, unsigned int *index)
 {
-    DEV_BEGIN(DEV_ALLOW_LOST);
+    DEV_BEGIN(DEV_ALLOW_LOST | DEV_ALLOW_MIG);
     NEED(index);
+    if (device->mig)
+        API_RETURN(fake_mig_dev_index(device, index));
     *index = (unsigned)fake_visible_index((unsigned)(g - fake_node.gpus));
     API_RETURN(NVML_SUCCESS);
 }

@@ -1121,6 +1121,34 @@ nvmlReturn_t nvmlDeviceGetMaxMigDeviceCount(nvmlDevice_t device, unsigned int *c
     API_RETURN(NVML_SUCCESS);
 }
 
+/* the index of a MIG device handle within its parent, as nvmlDeviceGetMigDeviceHandleByIndex
+ * numbers them (nvml.h, nvmlDeviceGetIndex: "When used with MIG device handles this API returns
+ * indices that can be passed to nvmlDeviceGetMigDeviceHandleByIndex"); lock held */
+nvmlReturn_t fake_mig_dev_index(const struct nvmlDevice_st *d, unsigned *index)
+{
+    fake_gpu_state_t *s;
+    unsigned n = 0;
+    nvmlReturn_t rc = fake_state_open(&fake_state, fake_node.state_path, 0);
+    if (rc != NVML_SUCCESS)
+        return rc;
+    rc = NVML_ERROR_NOT_FOUND;
+    s = fake_state_gpu(&fake_state, &fake_node.gpus[d->gpu]);
+    for (unsigned a = 0; s && s->mig_cur == 1 && a < FAKE_MAX_GI; a++)
+        for (unsigned b = 0; s->gi[a].used && b < FAKE_MAX_CI; b++) {
+            if (!s->gi[a].ci[b].used || !fake_mig_visible(&fake_node.gpus[d->gpu], a, b))
+                continue;
+            if (&fake_mig_handles[d->gpu][a][b] == d) {
+                *index = n;
+                rc = NVML_SUCCESS;
+                goto out;
+            }
+            n++;
+        }
+out:
+    fake_state_close(&fake_state);
+    return rc;
+}
+
 nvmlReturn_t nvmlDeviceGetMigDeviceHandleByIndex(nvmlDevice_t device, unsigned int index, nvmlDevice_t *migDevice)
 {
     fake_gpu_t *g;
@@ -1140,7 +1168,7 @@ nvmlReturn_t nvmlDeviceGetMigDeviceHandleByIndex(nvmlDevice_t device, unsigned i
         goto out;
     for (unsigned a = 0; a < FAKE_MAX_GI; a++)
         for (unsigned b = 0; s->gi[a].used && b < FAKE_MAX_CI; b++)
-            if (s->gi[a].ci[b].used && n++ == index) {
+            if (s->gi[a].ci[b].used && fake_mig_visible(g, a, b) && n++ == index) {
                 *migDevice = &fake_mig_handles[g - fake_node.gpus][a][b];
                 rc = NVML_SUCCESS;
                 goto out;

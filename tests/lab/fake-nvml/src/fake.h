@@ -126,6 +126,8 @@ typedef struct fake_node {
 
 /* the NVML index of node GPU I for this process, or -1 when the process cannot see it */
 int fake_visible_index(unsigned i);
+/* whether the process may use that MIG device (its capability nodes; profile.c) */
+int fake_mig_visible(const fake_gpu_t *g, unsigned gi, unsigned ci);
 
 /* ---- MIG tables (mig_tables.c) ---- */
 typedef struct fake_gi_profile {

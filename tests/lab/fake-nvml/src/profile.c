@@ -902,6 +902,26 @@ static void set_visible(fake_node_t *n)
     }
 }
 
+/* Which MIG devices the process sees. The driver lets a process use a MIG device through the
+ * capability nodes of its GPU instance and compute instance (/dev/nvidia-caps/nvidia-cap<minor>,
+ * the minors /proc/driver/nvidia-caps/mig-minors lists: 3 + 135 x GPU minor + 9 x GI id, + 1 + CI
+ * id; NVIDIA's MIG user guide, "Device Nodes and Capabilities"); in a container the toolkit
+ * injects only those of the MIG devices it was given, so NVML there enumerates just those
+ * ("nvidia-smi -L" in a pod given one MIG device lists its GPU and that one MIG device). On the
+ * node itself (no channel) every MIG device is visible. */
+int fake_mig_visible(const fake_gpu_t *g, unsigned gi, unsigned ci)
+{
+    char dev[48];
+    unsigned base = 3 + g->minor * 135 + gi * 9;
+    if (!fake_node.root[0])
+        return 1;
+    snprintf(dev, sizeof(dev), "/dev/nvidia-caps/nvidia-cap%u", base);
+    if (access(dev, F_OK) != 0)
+        return 0;
+    snprintf(dev, sizeof(dev), "/dev/nvidia-caps/nvidia-cap%u", base + 1 + ci);
+    return access(dev, F_OK) == 0;
+}
+
 nvmlReturn_t fake_profile_load(fake_node_t *n)
 {
     parser_t p;

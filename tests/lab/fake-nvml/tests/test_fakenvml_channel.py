@@ -29,9 +29,23 @@ CLIENT = textwrap.dedent("""
     g = pynvml.nvmlDeviceGetHandleByIndex(0)
     out["name"] = pynvml.nvmlDeviceGetName(g)
     out["uuid"] = pynvml.nvmlDeviceGetUUID(g)
-    if sys.argv[1] == "enable-mig":
+    if sys.argv[1] in ("enable-mig", "make-mig"):
         pynvml.nvmlDeviceSetMigMode(g, pynvml.NVML_DEVICE_MIG_ENABLE)
+    if sys.argv[1] == "make-mig":  # three 1g GPU instances, one compute instance each
+        for _i in range(3):
+            gi = pynvml.nvmlDeviceCreateGpuInstance(g, pynvml.nvmlDeviceGetGpuInstanceProfileInfo(g, 0).id)
+            pynvml.nvmlGpuInstanceCreateComputeInstance(
+                gi, pynvml.nvmlGpuInstanceGetComputeInstanceProfileInfo(gi, 0, 0).id)
     out["mig"] = pynvml.nvmlDeviceGetMigMode(g)[0]
+    out["mig_devices"] = []
+    if out["mig"]:
+        for i in range(pynvml.nvmlDeviceGetMaxMigDeviceCount(g)):
+            try:
+                m = pynvml.nvmlDeviceGetMigDeviceHandleByIndex(g, i)
+            except pynvml.NVMLError:
+                break
+            out["mig_devices"].append([pynvml.nvmlDeviceGetIndex(m), pynvml.nvmlDeviceGetGpuInstanceId(m),
+                                       pynvml.nvmlDeviceGetComputeInstanceId(m), pynvml.nvmlDeviceGetUUID(m)])
     handles = [pynvml.nvmlDeviceGetHandleByIndex(i) for i in range(out["count"])]
     out["uuids"] = [pynvml.nvmlDeviceGetUUID(h) for h in handles]
     out["indices"] = [pynvml.nvmlDeviceGetIndex(h) for h in handles]
@@ -61,12 +75,12 @@ SERVER = textwrap.dedent("""
 """)
 
 
-def run_in_namespace(tmp_path, node_root, *client_args, serve=True, minors=range(8)):
+def run_in_namespace(tmp_path, node_root, *client_args, serve=True, minors=range(8), caps=None):
     """Runs CLIENT in a mount namespace where /run is empty except for the node's socket,
     /etc/gpuops-fake-nvml is empty and /dev holds /dev/nvidia<minor> for MINORS only (the
     container view: the runtime injects the device nodes of the GPUs a container was given);
     returns its CompletedProcess."""
-    devs = " ".join(f"/dev/nvidia{m}" for m in minors)
+    devs = " ".join([f"/dev/nvidia{m}" for m in minors] + [f"/dev/nvidia-caps/nvidia-cap{c}" for c in caps or ()])
     (tmp_path / "client.py").write_text(CLIENT)
     (tmp_path / "server.py").write_text(SERVER)
     script = textwrap.dedent(f"""
@@ -79,7 +93,11 @@ def run_in_namespace(tmp_path, node_root, *client_args, serve=True, minors=range
         mount --rbind /dev {tmp_path}/hostdev
         mount -t tmpfs tmpfs /dev
         for d in null zero random urandom; do touch /dev/$d; mount --bind {tmp_path}/hostdev/$d /dev/$d; done
+        mkdir -p /dev/nvidia-caps
         for d in /dev/nvidiactl {devs}; do touch $d; done
+        if [ {int(caps is None)} = 1 ]; then  # every MIG capability of GPUs 0-7 (a container given all)
+            for c in $(seq 1 1082); do touch /dev/nvidia-caps/nvidia-cap$c; done
+        fi
         if [ {int(serve)} = 1 ]; then
             rm -f {tmp_path}/ready
             mkdir -p /run/nvidia-persistenced
@@ -140,6 +158,31 @@ def test_a_container_sees_only_the_gpus_whose_device_nodes_it_was_given(tmp_path
     assert got["indices"] == [0, 1] and got["minors"] == [3, 5]
     # a GPU the container was not given is not found by its UUID either
     assert got["by_uuid"] == {H100_UUIDS[5]: 1, H100_UUIDS[0]: "Not Found"}
+
+
+def cap_minors(gpu_minor, gi, ci):
+    """The capability minors of a MIG device (/proc/driver/nvidia-caps/mig-minors numbering)."""
+    base = 3 + 135 * gpu_minor + 9 * gi
+    return [base, base + 1 + ci]
+
+
+def test_a_container_sees_only_the_mig_devices_whose_capability_nodes_it_was_given(tmp_path, node_root):
+    import json
+    res = run_in_namespace(tmp_path, node_root, "make-mig")
+    assert res.returncode == 0, res.stderr
+    every = json.loads(res.stdout)["mig_devices"]
+    assert [d[0] for d in every] == [0, 1, 2]
+    # a pod given the second MIG device: the runtime injected /dev/nvidia0 and its GI and CI
+    # capability nodes; NVML there lists that one device, as MIG device 0
+    _index, gi, ci, uuid = every[1]
+    res = run_in_namespace(tmp_path, node_root, "read", uuid, every[0][3], minors=(0,), caps=cap_minors(0, gi, ci))
+    assert res.returncode == 0, res.stderr
+    got = json.loads(res.stdout)
+    assert got["mig_devices"] == [[0, gi, ci, uuid]]
+    assert got["by_uuid"] == {uuid: 0, every[0][3]: "Not Found"}
+    # the GPU instance's node alone is not enough
+    res = run_in_namespace(tmp_path, node_root, "read", minors=(0,), caps=cap_minors(0, gi, ci)[:1])
+    assert json.loads(res.stdout)["mig_devices"] == []
 
 
 def test_a_container_given_no_gpu_sees_none(tmp_path, node_root):

@@ -528,6 +528,19 @@ def build_mixed(h100, gpu):
     return g4, g1
 
 
+def test_a_mig_device_index_is_its_place_among_its_parents_mig_devices(gpu, h100):
+    """nvml.h, nvmlDeviceGetIndex: with MIG device handles it returns indices that can be passed to
+    nvmlDeviceGetMigDeviceHandleByIndex (NVIDIA's nvidia-container-runtime needs it for a MIG
+    device asked for by UUID)."""
+    build_mixed(h100, gpu)
+    for i in range(3):
+        mig = h100.nvmlDeviceGetMigDeviceHandleByIndex(gpu, i)
+        assert h100.nvmlDeviceGetIndex(mig) == i
+        by_uuid = h100.nvmlDeviceGetHandleByUUID(h100.nvmlDeviceGetUUID(mig))
+        assert h100.nvmlDeviceGetIndex(by_uuid) == i
+    assert h100.nvmlDeviceGetIndex(gpu) == 0
+
+
 def test_mig_device_handles(gpu, h100):
     build_mixed(h100, gpu)
     assert h100.nvmlDeviceGetMaxMigDeviceCount(gpu) == 7
