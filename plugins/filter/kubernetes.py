@@ -26,6 +26,10 @@ the logic is tested there and the roles stay a readable sequence.
   ``validate_metrics``, ``validate_prometheus_target``, ``validate_prometheus_query``,
   ``validate_pod_of``, ``validate_operands``, ``validate_verdict``: the go-live checks of role
   validate (module_utils/node_checks.py), each returning the problems it found.
+- ``mig_cluster_wanted(node, default)``, ``mig_cluster_pause(node)``, ``mig_cluster_restore(node)``,
+  ``mig_cluster_state(node, state)``, ``mig_cluster_leftovers(node)``, ``mig_operand_pods(pods, node,
+  keys)``, ``mig_strategy_errors(plan, strategy)``: a node's MIG change in the cluster, as NVIDIA's
+  MIG manager does it in node labels (module_utils/mig_cluster.py).
 - ``dcgm_metrics(extra)``, ``dcgm_metrics_errors(rows)``, ``dcgm_metrics_csv(rows)``,
   ``dcgm_metric_names(rows)``: the DCGM exporter's counters file.
 """
@@ -37,6 +41,7 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.gpuops.nvidia.plugins.module_utils import dcgm_fields
 from ansible_collections.gpuops.nvidia.plugins.module_utils import device_plugin_config
 from ansible_collections.gpuops.nvidia.plugins.module_utils import k8s_objects
+from ansible_collections.gpuops.nvidia.plugins.module_utils import mig_cluster
 from ansible_collections.gpuops.nvidia.plugins.module_utils import node_checks
 from ansible_collections.gpuops.nvidia.plugins.module_utils import node_labels
 
@@ -118,6 +123,13 @@ class FilterModule:
             "validate_pod_of": node_checks.pod_of,
             "validate_verdict": node_checks.verdict,
             "validate_line": node_checks.line,
+            "mig_cluster_wanted": mig_cluster.wanted_config,
+            "mig_cluster_pause": mig_cluster.pause,
+            "mig_cluster_restore": mig_cluster.restore,
+            "mig_cluster_state": mig_cluster.state,
+            "mig_cluster_leftovers": mig_cluster.leftovers,
+            "mig_operand_pods": mig_cluster.operand_pods,
+            "mig_strategy_errors": mig_cluster.strategy_errors,
             "dcgm_metrics": dcgm_metrics,
             "dcgm_metrics_errors": dcgm_fields.errors,
             "dcgm_metrics_csv": dcgm_fields.to_csv,

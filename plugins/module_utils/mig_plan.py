@@ -175,6 +175,13 @@ def _process_names(gpu, gi_id):
     return ["%s (%s)" % (p["pid"], p.get("name") or "?") for p in _processes_on(gpu, gi_id)]
 
 
+def _count(gpu_instances):
+    counts = {}
+    for gi in gpu_instances:
+        counts[gi["profile"]] = counts.get(gi["profile"], 0) + 1
+    return counts
+
+
 def describe_layout(gpu_instances):
     """'1g.10gb@6:1, 3g.40gb@4:4' - a layout as one line, by placement."""
     items = sorted(gpu_instances, key=lambda g: (g["placement"][0], g["profile"]))
@@ -183,7 +190,8 @@ def describe_layout(gpu_instances):
 
 def plan_gpu(gpu, want, where):
     """Steps for one GPU. `want` is {"mig_enabled": bool, "devices": {name: count}}. Returns
-    {"gpu", "entry", "errors", "steps", "before", "after", "matches", "validated"}."""
+    {"gpu", "entry", "errors", "steps", "before", "after", "matches", "validated"}; "after" is
+    {"mig_enabled", "mig_pending", "layout" (one line), "devices" ({profile: count})}."""
     label = _label(gpu)
     out = {"gpu": gpu["index"], "uuid": gpu.get("uuid"), "entry": where, "errors": [], "steps": [],
            "validated": True}
@@ -197,7 +205,7 @@ def plan_gpu(gpu, want, where):
                              "entry (devices or device-filter) or set mig-enabled: false" % (where, label))
         return out
     if not enabled and not gpu.get("mig_capable"):
-        out.update(matches=True, after=dict(out["before"]))
+        out.update(matches=True, after=dict(out["before"], devices={}))
         return out
     profiles = gpu.get("profiles")
     steps = out["steps"]
@@ -222,7 +230,7 @@ def plan_gpu(gpu, want, where):
             destroy(gi)
         if current or pending:
             steps.append({"gpu": gpu_index, "action": "set_mig_mode", "enabled": False})
-        out["after"] = {"mig_enabled": False, "mig_pending": False, "layout": "none"}
+        out["after"] = {"mig_enabled": False, "mig_pending": False, "layout": "none", "devices": {}}
         out["matches"] = not steps
         return out
 
@@ -237,7 +245,8 @@ def plan_gpu(gpu, want, where):
                 steps.append({"gpu": gpu_index, "action": "create_compute_instance", "profile": name,
                               "gpu_instance": None})
         out["after"] = {"mig_enabled": True, "mig_pending": False,
-                        "layout": ", ".join("%d x %s" % (c, n) for n, c in sorted(devices.items())) or "none"}
+                        "layout": ", ".join("%d x %s" % (c, n) for n, c in sorted(devices.items())) or "none",
+                        "devices": dict(devices)}
         out["matches"] = False
         return out
 
@@ -276,7 +285,8 @@ def plan_gpu(gpu, want, where):
                       "gpu_instance": None, "placement": placement})
     after = [gi for gi in instances if gi["id"] in keep] + [
         {"profile": n, "placement": p} for n, p in placed["create"]]
-    out["after"] = {"mig_enabled": True, "mig_pending": False, "layout": describe_layout(after)}
+    out["after"] = {"mig_enabled": True, "mig_pending": False, "layout": describe_layout(after),
+                    "devices": _count(after)}
     out["matches"] = not steps
     return out
 

@@ -143,7 +143,10 @@ plan:
       description: The config name.
       type: str
     gpus:
-      description: Per selected GPU, its config entry, the layout before and after, and its steps.
+      description: >-
+        Per selected GPU, its config entry, its steps, and the layout before and after
+        (C(mig_enabled), C(mig_pending), C(layout) as one line; C(after) also has C(devices), the
+        count of each MIG profile).
       type: list
       elements: dict
     steps:

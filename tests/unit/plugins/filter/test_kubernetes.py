@@ -21,7 +21,9 @@ FILTER_NAMES = {
     "image_ref", "k8s_render_name", "rollout_problems", "pods_not_ready", "k8s_selector",
     "node_desired_labels", "node_unhealthy_codes", "node_label_plan", "node_label_changes",
     "device_plugin_config_errors", "device_plugin_config_render", "device_plugin_expected_resources",
-    "device_plugin_node_config", "dcgm_metrics", "dcgm_metrics_errors", "dcgm_metrics_csv", "dcgm_metric_names",
+    "device_plugin_node_config", "mig_cluster_wanted", "mig_cluster_pause", "mig_cluster_restore",
+    "mig_cluster_state", "mig_cluster_leftovers", "mig_operand_pods", "mig_strategy_errors",
+    "dcgm_metrics", "dcgm_metrics_errors", "dcgm_metrics_csv", "dcgm_metric_names",
 }
 # filters of the collection's other filter plugins
 OTHER_PLUGINS = {"finding_lines"}
@@ -119,6 +121,10 @@ ERRORS = [
     ("node_label_plan-bad-state", "node_label_plan", ({}, {}, [], None, "gone"), "state must be one of"),
     ("node_desired_labels-bad-config-name", "node_desired_labels", ({"gpus": [{}]}, None, "bad value!"),
      "is not a valid label value for nvidia.com/device-plugin.config"),
+    ("mig_cluster_state-bad-state", "mig_cluster_state", ({}, "done"), "'done' is not a MIG config state"),
+    ("mig_cluster_pause-bad-record", "mig_cluster_pause",
+     ({"metadata": {"labels": {}, "annotations": {"gpuops.nvidia/mig.paused-operands": "{"}}},),
+     "must be a JSON object"),
     ("dcgm_metrics-malformed-row", "dcgm_metrics", (["DCGM_FI_DEV_GPU_TEMP"],),
      "row 1 (DCGM_FI_DEV_GPU_TEMP): malformed: 1 comma-separated parts, dcgm-exporter needs exactly 3"),
     ("dcgm_metrics_csv-bad-mapping", "dcgm_metrics_csv", ([{"x": 1}],), "malformed: the mapping lacks field"),
