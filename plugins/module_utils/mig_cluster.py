@@ -144,6 +144,12 @@ def operand_pods(pods, node_name, keys):
     return sorted(out)
 
 
+def _describe(after):
+    if not after.get("mig_enabled"):
+        return "MIG off"
+    return ", ".join("%d x %s" % (c, p) for p, c in sorted((after.get("devices") or {}).items()) if c)
+
+
 def strategy_errors(plan, strategy):
     """Why the device plugin's MIG strategy on the node does not fit the planned layout: with
     "none" it advertises MIG-enabled GPUs whole and none of their MIG devices; "single" needs every
@@ -168,9 +174,8 @@ def strategy_errors(plan, strategy):
         kinds = sorted({p for _i, a in on for p, c in (a.get("devices") or {}).items() if c})
         empty = [i for i, a in on if not any((a.get("devices") or {}).values())]
         if off or len(kinds) != 1 or empty:
+            layouts = "; ".join("GPU %d: %s" % (i, _describe(a)) for i, a in gpus)
             return ["config %s does not suit migStrategy single, which needs every GPU in MIG mode with one and the same "
                     "profile: %s; use migStrategy mixed for the node, or a layout with one profile on every GPU"
-                    % (name, "; ".join("GPU %d: %s" % (i, ", ".join("%d x %s" % (c, p) for p, c in
-                                                                    sorted((a.get("devices") or {}).items()) if c)
-                                                     if a.get("mig_enabled") else "MIG off") for i, a in gpus))]
+                    % (name, layouts)]
     return []

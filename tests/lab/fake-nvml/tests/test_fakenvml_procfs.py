@@ -3,7 +3,6 @@ NVIDIA's kernel module, mounted into containers by an OCI hook that a runc wrapp
 against the capability device nodes gpuops-fake-driver creates, and end to end with the real runc
 under podman: the container reads the file, and nothing appears while the driver is not loaded."""
 
-import json
 import os
 import re
 import subprocess
