@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from test_roles import INVENTORY, extra, playbook, validate
+from test_roles import INVENTORY, extra, playbook
 
 NODE = "gpuops-lab-h100"
 DEPLOY = ["nvidia.com/gpu.deploy." + o for o in ("device-plugin", "gpu-feature-discovery", "dcgm-exporter")]
@@ -92,12 +92,12 @@ def mig_node(kube):
         os.remove(path)
         playbook("site.yml", "--tags", "mig", "--limit", NODE, *extra(mig_state="absent", mig_cluster=False),
                  check=False)
-        playbook("site.yml", "--tags", "labels,operands")
+        playbook("site.yml", "--tags", "labels,operands", "--limit", NODE)
         kube.wait(lambda: node(kube)["status"]["allocatable"].get("nvidia.com/gpu") == "8", timeout=180,
                   what=f"{NODE}: 8 whole GPUs again")
 
 
-def test_the_label_chooses_the_layout_and_the_operands_are_paused_then_restored(mig_node):
+def test_the_label_chooses_the_layout_and_the_operands_are_paused_then_restored(mig_node, tmp_path):
     kube = mig_node
     before = plugin_pod(kube)
     assert ready(before)
@@ -122,8 +122,13 @@ def test_the_label_chooses_the_layout_and_the_operands_are_paused_then_restored(
     kube.wait(lambda: node(kube)["metadata"]["labels"].get("nvidia.com/mig-1g.10gb.count") == "56", timeout=180,
               what="GFD's nvidia.com/mig-1g.10gb.count")
     assert node(kube)["metadata"]["labels"]["nvidia.com/mig.strategy"] == "mixed"
-    # validation: allocatable as the layout says, a workload on a MIG device
-    res, nodes = validate("--limit", NODE, *DP_CONFIGS)
+    # validation: allocatable as the layout says, a workload on a MIG device (its own report:
+    # make lab's stays for test_roles)
+    path = os.path.join(tmp_path, "validate-report.json")
+    res = playbook("validate.yml", "--limit", NODE, *DP_CONFIGS, *extra(
+        validate_workload_timeout=60, validate_prometheus_wait=40, validate_report_path=path), check=False)
+    with open(path, encoding="utf-8") as f:
+        nodes = {n["node"]: n for n in json.load(f)["nodes"]}
     assert nodes[NODE]["ok"], (nodes[NODE], res.stdout[-3000:])
     allocatable = next(c for c in nodes[NODE]["checks"] if c["check"] == "allocatable")
     assert "nvidia.com/mig-1g.10gb=56" in allocatable["evidence"][0], allocatable
