@@ -153,6 +153,7 @@ def _apply(document, name, record, reset, result, gpus):
     # 0. GPUs whose profiles are not known yet: MIG on first, then check their layout, before any
     #    other GPU is touched; a layout that does not fit turns their MIG back off
     unvalidated = [p["gpu"] for p in first["gpus"] if not p["validated"]]
+    wanted_mode = {s["gpu"]: s["enabled"] for s in first["steps"] if s["action"] == "set_mig_mode"}
     if unvalidated:
         mode_before = {g["index"]: g["mig_current"] for g in gpus}
         _run(applier, [s for s in first["steps"] if s["gpu"] in unvalidated and s["action"] == "set_mig_mode"],
@@ -173,8 +174,10 @@ def _apply(document, name, record, reset, result, gpus):
             raise ApplyError("MIG config %s cannot be applied: %s. Nothing else was changed; MIG mode was turned back "
                              "off on GPU(s) %s" % (name, "; ".join(errors), ", ".join(map(str, reverted)) or "none"),
                              result)
-    # 1. destroy, and change modes, GPU by GPU
-    _run(applier, [s for s in first["steps"] if s["action"] not in creating], result, name, selected)
+    # 1. destroy, and change modes, GPU by GPU (not again where step 0's change waits for a reset)
+    held = {g for g in unvalidated if applier.activation.get(g, 0) != 0}
+    _run(applier, [s for s in first["steps"] if s["action"] not in creating and s["gpu"] not in held],
+         result, name, selected)
     # 2. mode changes that wait for a GPU reset
     by_index = {g["index"]: g for g in gpus}
     waiting = set()
@@ -182,15 +185,15 @@ def _apply(document, name, record, reset, result, gpus):
         if status == 0:
             continue
         now = mig_nvml.read_gpu(gpu_index)
-        if now["mig_current"] == now["mig_pending"]:
-            continue  # applied since (a GPU turned on in step 0, then reset)
+        if now["mig_current"] == wanted_mode.get(gpu_index, now["mig_pending"]):
+            continue  # applied since (a GPU turned on in step 0, then reset); a refused change stays waiting
         item = {"gpu": gpu_index, "uuid": now["uuid"], "activation": mig_nvml.error_name(status),
                 "processes": now["processes"]}
         if reset is not None and not now["processes"]:
             ok, output = reset(by_index[gpu_index])
             result["done"].append({"gpu": gpu_index, "action": "reset_gpu", "ok": ok, "output": output})
             now = mig_nvml.read_gpu(gpu_index)
-            if ok and now["mig_current"] == now["mig_pending"]:
+            if ok and now["mig_current"] == wanted_mode.get(gpu_index, now["mig_pending"]):
                 continue
             item["reset_output"] = output
         waiting.add(gpu_index)

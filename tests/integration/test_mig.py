@@ -172,6 +172,23 @@ def test_a_gpu_in_use_is_reported_with_its_processes(lab, mig, tmp_path):
     assert mig("dgx-a100", "all-balanced", doc, allow_gpu_reset=True, env=smi)["converged"] is True
 
 
+def test_a_hopper_gpu_a_client_holds_refuses_the_mode_change_once_and_waits(lab, mig, tmp_path):
+    """Hopper applies a mode change at once, or refuses it while the GPU is held (IN_USE, the mode
+    unchanged): that GPU is reported as waiting, asked once only, the others are done; with its
+    profiles unknown before the change (no record) the module goes through its early mode change."""
+    busy = os.path.join(os.path.dirname(__file__), "..", "lab", "fake-nvml", "fake-nvml-busy")
+    lab.run("hgx-h100", [busy, "--gpu", "0", "--pid", "4343", "--kind", "client"])
+    doc = config(MODELS["hgx-h100"])
+    result = mig("hgx-h100", "all-1g", doc, profile_record="")
+    assert [(r["gpu"], r["activation"]) for r in result["reset_required"]] == [(0, "IN_USE")]
+    modes = [(s["gpu"], s["activation"]) for s in result["done"] if s["action"] == "set_mig_mode"]
+    assert modes == [(0, "IN_USE")] + [(g, "SUCCESS") for g in range(1, 8)]
+    assert sorted(layout(result)) == list(range(1, 8)) and result["converged"] is False
+    lab.run("hgx-h100", [busy, "--clear"])
+    again = mig("hgx-h100", "all-1g", doc, profile_record="")
+    assert again["converged"] is True and len(layout(again)[0]) == 7
+
+
 def test_a_fault_midway_is_reported_and_the_next_run_converges(mig, tmp_path):
     doc = config(MODELS["hgx-h100"])
     assert mig("hgx-h100", "all-3g", doc)["converged"] is True

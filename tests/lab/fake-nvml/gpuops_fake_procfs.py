@@ -17,8 +17,10 @@ without it.
 A lab node runs on a kernel without nvidia.ko, and no file can be created in procfs. So, while the
 fake driver is loaded (/dev/nvidiactl exists), every container of the node gets a small read-only
 tmpfs over its /proc/driver holding nvidia-caps/mig-minors, mounted by an OCI createRuntime hook
-in the container's mount namespace after runc has mounted its /proc and before pivot_root - where
-NVIDIA's own libnvidia-container mounts its /proc/driver/nvidia files. The hook comes in through a
+in the container's mount namespace after runc has mounted its /proc and before pivot_root (the
+stage at which NVIDIA's libnvidia-container, as a prestart hook, mounts its /proc/driver/nvidia
+files). runc runs prestart hooks before createRuntime hooks, so this tmpfs would hide such files;
+the lab has none (its toolkit runs in CDI modes, which mount nothing under /proc). The hook comes in through a
 `runc` earlier on PATH than the real one (/usr/local/sbin/runc, put there by the lab cluster), which
 adds it to the bundle's config.json and runs /usr/sbin/runc. Nothing of this is on a real node, and
 no role depends on it. A failing hook says why on stderr and lets the container start without the

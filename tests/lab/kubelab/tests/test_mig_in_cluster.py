@@ -21,6 +21,7 @@ NODE = "gpuops-lab-h100"
 DEPLOY = ["nvidia.com/gpu.deploy." + o for o in ("device-plugin", "gpu-feature-discovery", "dcgm-exporter")]
 STATE = "nvidia.com/mig.config.state"
 RECORD = "gpuops.nvidia/mig.paused-operands"
+OPERAND_PODS = "app.kubernetes.io/name in (nvidia-device-plugin,gpu-feature-discovery,dcgm-exporter)"
 CONFIGS = {"default": {"flags": {"migStrategy": "none"}}, "mig-mixed": {"flags": {"migStrategy": "mixed"}}}
 DP_CONFIGS = extra(device_plugin_configs=CONFIGS)
 
@@ -30,6 +31,7 @@ class LabelWatch:
 
     def __init__(self, kube, keys):
         self.kube, self.keys, self.seen, self._stop = kube, keys, {k: [] for k in keys}, threading.Event()
+        self.operand_pods_while_pending = []  # how many operand pods the node had at each poll while pending
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def _run(self):
@@ -41,6 +43,11 @@ class LabelWatch:
                     value = labels.get(key)
                     if not self.seen[key] or self.seen[key][-1] != value:
                         self.seen[key].append(value)
+                if labels.get(STATE) == "pending":
+                    pods = self.kube.run("get", "pods", "-n", "gpuops-nvidia", "--field-selector",
+                                         "spec.nodeName=" + NODE, "-l", OPERAND_PODS, "-o", "name", check=False)
+                    if pods.returncode == 0:
+                        self.operand_pods_while_pending.append(len(pods.stdout.split()))
             time.sleep(0.3)
 
     def __enter__(self):
@@ -109,6 +116,8 @@ def test_the_label_chooses_the_layout_and_the_operands_are_paused_then_restored(
     assert watch.seen[STATE][-2:] == ["pending", "success"], watch.seen
     for key in DEPLOY:
         assert watch.seen[key] == ["true", "paused-for-mig-change", "true"], (key, watch.seen)
+    # the operands' pods left the node while the change was pending (they hold the GPUs on a real node)
+    assert 0 in watch.operand_pods_while_pending, watch.operand_pods_while_pending
     labels, annotations = node(kube)["metadata"]["labels"], node(kube)["metadata"].get("annotations", {})
     assert labels[STATE] == "success" and RECORD not in annotations
     assert "all-1g.10gb" in res.stdout and "GPU 7: none -> " in res.stdout
@@ -152,6 +161,9 @@ def test_a_device_plugin_strategy_that_cannot_show_the_layout_is_refused_before_
     assert labels[STATE] == "failed"
     assert all(labels[k] == "true" for k in DEPLOY)
     assert node(kube)["status"]["allocatable"].get("nvidia.com/mig-1g.10gb") == "56"  # nothing changed
+    # and the boot unit still applies the layout the node has, not the refused one
+    unit = kube.node_exec(NODE, "systemctl cat gpuops-mig.service")
+    assert " all-1g.10gb" in unit.stdout and "all-balanced" not in unit.stdout, unit.stdout
 
 
 def test_a_failure_midway_leaves_state_failed_and_the_operands_restored_and_a_rerun_converges(mig_node):
@@ -191,3 +203,23 @@ def test_a_run_that_died_with_the_operands_paused_is_undone_by_the_next(mig_node
     mig_stage()
     meta = node(kube)["metadata"]
     assert meta["labels"][DEPLOY[0]] == "true" and RECORD not in meta.get("annotations", {})
+
+
+def test_a_change_that_waits_for_a_reset_stays_pending_and_with_mig_reboot_the_node_reboots(mig_node):
+    kube = mig_node
+    # a client (as nvidia-persistenced would) holds GPU 0, whose MIG is off: Hopper refuses the change
+    assert kube.node_exec(NODE, "fake-nvml-busy --gpu 0 --pid 4343 --kind client").returncode == 0
+    kube.run("label", "node", NODE, "nvidia.com/mig.config=all-1g.10gb", "--overwrite")
+    res = mig_stage(check=False)
+    assert res.returncode != 0 and "waits for a GPU reset" in res.stdout, res.stdout[-3000:]
+    labels = node(kube)["metadata"]["labels"]
+    assert labels[STATE] == "pending" and all(labels[k] == "true" for k in DEPLOY)
+    # with mig_reboot the node reboots for it: the lab's reboot is the fake driver's (a client does
+    # not survive it, MIG instances and Hopper's MIG mode neither), its boot time the state file's
+    with LabelWatch(kube, [STATE, DEPLOY[0]]) as watch:
+        mig_stage(*extra(mig_reboot=True, mig_reboot_command="fake-nvml-reset",
+                         mig_reboot_boot_time_command="stat -c %.9Y /var/lib/gpuops-fake-nvml/state"))
+    assert watch.seen[STATE][-3:] == ["pending", "rebooting", "success"], watch.seen
+    assert watch.seen[DEPLOY[0]] == ["true", "paused-for-mig-change", "true"], watch.seen
+    kube.wait(lambda: node(kube)["status"]["allocatable"].get("nvidia.com/mig-1g.10gb") == "56", timeout=180,
+              what=f"{NODE}: 56 allocatable nvidia.com/mig-1g.10gb after the reboot")
