@@ -21,7 +21,7 @@ __metaclass__ = type
 
 import json
 
-from ansible_collections.gpuops.nvidia.plugins.module_utils.node_labels import DEPLOY_LABEL_PREFIX, OPERANDS, escape
+from ansible_collections.gpuops.nvidia.plugins.module_utils.node_labels import DEPLOY_LABEL_PREFIX, OPERANDS, escape, json_record
 
 CONFIG_LABEL = "nvidia.com/mig.config"
 STATE_LABEL = "nvidia.com/mig.config.state"
@@ -65,18 +65,8 @@ def wanted_config(node, default=""):
 def paused_record(node):
     """{label key: value before the pause} that this collection recorded on the node; {} when none.
     ValueError when the annotation is not such a JSON object (fix or remove it by hand)."""
-    text = _meta(node, "annotations").get(ANNOTATION)
-    if text is None:
-        return {}
-    try:
-        record = json.loads(text)
-    except (TypeError, ValueError):
-        record = None
-    if not isinstance(record, dict) or not all(
-            isinstance(k, str) and k.startswith(DEPLOY_LABEL_PREFIX) and isinstance(v, str) for k, v in record.items()):
-        raise ValueError("node annotation %s must be a JSON object of nvidia.com/gpu.deploy.* label -> value before "
-                         "the MIG change, got %r; fix or remove it" % (ANNOTATION, text))
-    return record
+    return json_record(_meta(node, "annotations"), ANNOTATION, lambda key, value: isinstance(key, str) and key.startswith(
+        DEPLOY_LABEL_PREFIX) and isinstance(value, str), "nvidia.com/gpu.deploy.* label -> value before the MIG change")
 
 
 def pause(node, operands=OPERANDS):

@@ -392,21 +392,27 @@ def apply_patch(doc, ops: list):
 
 # ---- the plan ----------------------------------------------------------------------------------
 
-def read_record(annotations: dict) -> dict:
-    """The previous values recorded in the node annotation: {label key: previous value or None}.
-    ValueError when the annotation is not such a JSON object (fix or remove it by hand)."""
-    text = annotations.get(ANNOTATION)
+def json_record(annotations: dict, key: str, valid, what: str) -> dict:
+    """The JSON object kept in node annotation `key` ({} when there is none), each item checked with
+    valid(key, value). ValueError naming `what` it must hold when it is not such an object (fix or
+    remove it by hand)."""
+    text = (annotations or {}).get(key)
     if text is None:
         return {}
     try:
         record = json.loads(text)
     except (TypeError, ValueError):
         record = None
-    if not isinstance(record, dict) or not all(
-            isinstance(key, str) and (value is None or isinstance(value, str)) for key, value in record.items()):
-        raise ValueError("node annotation %s must be a JSON object of label key -> previous value or null, "
-                         "got %r; fix or remove it" % (ANNOTATION, text))
+    if not isinstance(record, dict) or not all(valid(k, v) for k, v in record.items()):
+        raise ValueError("node annotation %s must be a JSON object of %s, got %r; fix or remove it" % (key, what, text))
     return record
+
+
+def read_record(annotations: dict) -> dict:
+    """The previous values recorded in the node annotation: {label key: previous value or None}.
+    ValueError when the annotation is not such a JSON object (fix or remove it by hand)."""
+    return json_record(annotations, ANNOTATION, lambda key, value: isinstance(key, str) and (
+        value is None or isinstance(value, str)), "label key -> previous value or null")
 
 
 def _dump_record(record: dict) -> str:

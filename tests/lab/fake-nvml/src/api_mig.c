@@ -255,34 +255,9 @@ static nvmlReturn_t gi_profile_lookup(nvmlDevice_t device, unsigned profile, con
     return *p ? NVML_SUCCESS : NVML_ERROR_NOT_SUPPORTED;
 }
 
-nvmlReturn_t nvmlDeviceGetGpuInstanceProfileInfo(nvmlDevice_t device, unsigned int profile,
-                                                 nvmlGpuInstanceProfileInfo_t *info)
-{
-    const fake_gi_profile_t *p;
-    nvmlReturn_t rc;
-    API_ENTER();
-    rc = gi_profile_lookup(device, profile, &p);
-    if (rc != NVML_SUCCESS)
-        API_RETURN(rc);
-    if (!info)
-        API_RETURN(NVML_ERROR_INVALID_ARGUMENT);
-    memset(info, 0, sizeof(*info));
-    info->id = p->id;
-    info->isP2pSupported = 0;
-    info->sliceCount = p->slices;
-    info->instanceCount = p->count;
-    info->multiprocessorCount = p->sm;
-    info->copyEngineCount = p->ce;
-    info->decoderCount = p->dec;
-    info->encoderCount = p->enc;
-    info->jpegCount = p->jpeg;
-    info->ofaCount = p->ofa;
-    info->memorySizeMB = p->mem_mb;
-    API_RETURN(NVML_SUCCESS);
-}
-
-/* the members v2 and v3 share by name (v3 has no isP2pSupported: the layouts differ) */
-#define FILL_GI_INFO(x, p)                  \
+/* the members every version of the profile info struct shares by name (v1, v2, v3: their layouts
+ * differ - v3 has no isP2pSupported - so no struct is copied into another) */
+#define FILL_GI_COUNTS(x, p)                \
     do {                                    \
         (x)->id = (p)->id;                  \
         (x)->sliceCount = (p)->slices;      \
@@ -294,8 +269,29 @@ nvmlReturn_t nvmlDeviceGetGpuInstanceProfileInfo(nvmlDevice_t device, unsigned i
         (x)->jpegCount = (p)->jpeg;         \
         (x)->ofaCount = (p)->ofa;           \
         (x)->memorySizeMB = (p)->mem_mb;    \
-        snprintf((x)->name, sizeof((x)->name), "MIG %s", (p)->name); \
     } while (0)
+/* and v2 and v3 also have the name */
+#define FILL_GI_INFO(x, p)                                               \
+    do {                                                                 \
+        FILL_GI_COUNTS(x, p);                                            \
+        snprintf((x)->name, sizeof((x)->name), "MIG %s", (p)->name);     \
+    } while (0)
+
+nvmlReturn_t nvmlDeviceGetGpuInstanceProfileInfo(nvmlDevice_t device, unsigned int profile,
+                                                 nvmlGpuInstanceProfileInfo_t *info)
+{
+    const fake_gi_profile_t *p;
+    nvmlReturn_t rc;
+    API_ENTER();
+    rc = gi_profile_lookup(device, profile, &p);
+    if (rc != NVML_SUCCESS)
+        API_RETURN(rc);
+    if (!info)
+        API_RETURN(NVML_ERROR_INVALID_ARGUMENT);
+    memset(info, 0, sizeof(*info)); /* isP2pSupported 0 */
+    FILL_GI_COUNTS(info, p);
+    API_RETURN(NVML_SUCCESS);
+}
 
 /* a GPU instance profile's info in the caller's struct version (v2, or v3 with capabilities) */
 static nvmlReturn_t fill_gi_info(const fake_gi_profile_t *p, nvmlGpuInstanceProfileInfo_v2_t *info)
