@@ -43,7 +43,7 @@ _THROTTLE_FINDINGS = {
                             "check airflow, fans and inlet temperature of the node"),
     "sw_thermal_slowdown": ("throttle_thermal", "warning",
                             "software thermal slowdown is active (GPU or memory too hot)",
-                            "check airflow and cooling; compare temperature with the slowdown threshold"),
+                            "check airflow, fans and inlet temperature of the node"),
     "hw_power_brake_slowdown": ("throttle_power_brake", "warning",
                                 "hardware power brake slowdown is active",
                                 "check the chassis power supply; the power brake is asserted externally"),
@@ -51,6 +51,46 @@ _THROTTLE_FINDINGS = {
                      "clocks are capped by the power limit",
                      "normal under heavy load; raise the power limit only if the hardware allows it"),
 }
+
+# XIDs that are the driver's report of an event an NVML reading also shows: one event, one finding
+# (NVIDIA, "GPU Memory Error Management": XID 48 is an uncorrectable (double-bit) ECC error, 94 and
+# 95 contained and uncontained ECC errors, 63 and 64 a row remap recorded and failing to record;
+# XID 74 an NVLink error; XID 79 a GPU fallen off the bus, which NVML then reports as lost).
+XID_EVENTS = {48: "ecc_uncorrectable", 94: "ecc_uncorrectable", 95: "ecc_uncorrectable",
+              63: "row_remap_pending", 64: "row_remap_failure", 74: "nvlink_down", 79: "gpu_lost"}
+
+# Where each finding's evidence comes from.
+SOURCES = {
+    "pcie_link_degraded": "NVML PCIe link state",
+    "xid": "the driver's XID report (kernel log or NVML events)",
+    "ecc_uncorrectable": "NVML ECC counters",
+    "ecc_uncorrectable_history": "NVML ECC counters",
+    "row_remap_failure": "NVML remapped rows",
+    "row_remap_pending": "NVML remapped rows",
+    "nvlink_down": "NVML NVLink state",
+    "gpu_lost": "NVML (GPU is lost)",
+}
+
+# A few words per finding, for the node's verdict line.
+SHORT = {
+    "ecc_uncorrectable": "uncorrectable ECC",
+    "ecc_uncorrectable_history": "past uncorrectable ECC",
+    "row_remap_failure": "row-remap failure",
+    "row_remap_pending": "row remap pending",
+    "gpu_lost": "lost",
+    "nvlink_down": "NVLink down",
+    "pcie_link_degraded": "PCIe link degraded",
+    "throttle_thermal": "thermal slowdown",
+    "throttle_hw_slowdown": "HW slowdown",
+    "throttle_power_brake": "power brake",
+    "throttle_power_cap": "power capped",
+}
+
+# Findings that mean the GPU itself must be replaced (NVIDIA, "RMA Policy Thresholds for Row
+# Remapping": a row-remapping failure is an RMA criterion; XID 64 is the driver's report of one),
+# and a GPU that is lost (XID 79; once a reboot does not bring it back, it is hardware).
+RMA_CODES = ("row_remap_failure", "gpu_lost")
+RMA_XIDS = (64,)
 
 
 def _finding(code: str, severity: str, gpu: dict | None, message: str, fix: str, **extra) -> dict:
@@ -150,31 +190,110 @@ def _xid_findings(gpu: dict) -> list:
     return found
 
 
+def _temperature_text(gpu: dict) -> str:
+    """'88 C (max operating 87 C, HW slowdown at 89 C, shutdown at 92 C)', as far as known."""
+    temperature = gpu.get("temperature_c")
+    if temperature is None:
+        return ""
+    limits = gpu.get("temperature_limits_c") or {}
+    known = [("max operating", limits.get("gpu_max")), ("HW slowdown at", limits.get("slowdown")),
+             ("shutdown at", limits.get("shutdown"))]
+    text = "%s C" % temperature
+    named = ["%s %s C" % (name, value) for name, value in known if value]
+    if named:
+        text += " (%s)" % ", ".join(named)
+    else:
+        text += " (the GPU reports no slowdown threshold)"
+    return text
+
+
+def _power_text(gpu: dict) -> str:
+    power = gpu.get("power") or {}
+    if power.get("draw_w") is None:
+        return ""
+    if power.get("limit_w"):
+        return "drawing %s W of a %s W cap" % (_number(power["draw_w"]), _number(power["limit_w"]))
+    return "drawing %s W" % _number(power["draw_w"])
+
+
+def _clock_text(gpu: dict) -> str:
+    clocks = gpu.get("clocks") or {}
+    if clocks.get("sm_mhz") is None or not clocks.get("sm_max_mhz"):
+        return ""
+    return "SM clock %s of %s MHz" % (clocks["sm_mhz"], clocks["sm_max_mhz"])
+
+
+def _number(value) -> str:
+    return ("%d" % value) if float(value).is_integer() else ("%.1f" % value)
+
+
 def _throttle_findings(gpu: dict) -> list:
+    """Clock event reasons, each with the readings that explain it: temperature against the GPU's
+    own limits, power against its cap, the SM clock against its maximum."""
     found, seen = [], set()
+    readings = {"temperature": _temperature_text(gpu), "power": _power_text(gpu), "clock": _clock_text(gpu)}
+    numbers = {"throttle_thermal": ["temperature", "clock"], "throttle_hw_slowdown": ["temperature", "power", "clock"],
+               "throttle_power_brake": ["power", "clock"], "throttle_power_cap": ["power", "clock"]}
+    limits = gpu.get("temperature_limits_c") or {}
     for reason in gpu.get("clock_event_reasons") or []:
         spec = _THROTTLE_FINDINGS.get(reason)
         if spec and spec[0] not in seen:
             seen.add(spec[0])
             code, severity, text, fix = spec
-            found.append(_finding(code, severity, gpu, "%s: %s" % (_label(gpu), text), fix,
-                                  reason=reason))
+            shown = [readings[name] for name in numbers[code] if readings[name]]
+            message = "%s: %s" % (_label(gpu), text) + ("; %s" % "; ".join(shown) if shown else "")
+            if code == "throttle_thermal":
+                fix = fix + "; the GPU slows down at its max operating temperature and stops at shutdown"
+            found.append(_finding(code, severity, gpu, message, fix, reason=reason,
+                                  temperature_c=gpu.get("temperature_c"),
+                                  slowdown_c=limits.get("slowdown"), gpu_max_c=limits.get("gpu_max"),
+                                  power_w=(gpu.get("power") or {}).get("draw_w"),
+                                  power_limit_w=(gpu.get("power") or {}).get("limit_w")))
     return found
 
 
+def _merge_events(found: list) -> list:
+    """One event, one finding: an XID that reports what an NVML reading shows too (XID 48 and the
+    uncorrectable ECC counters) is folded into that reading's finding, which then names both
+    sources; an XID with no such finding stays a finding of its own."""
+    by_code = {}
+    for item in found:
+        by_code.setdefault(item["code"], item)
+    merged = []
+    for item in found:
+        target = by_code.get(XID_EVENTS.get(item.get("xid"))) if item["code"] == "xid" else None
+        if target is None:
+            merged.append(item)
+            continue
+        meaning = XID_CATALOG.get(item["xid"], ("XID %d" % item["xid"],))[0]
+        target["xids"] = sorted(set(target.get("xids", [])) | {item["xid"]})
+        target["sources"] = target["sources"] + ["XID %d (%s)" % (item["xid"], meaning)]
+        target["message"] += "; the driver reported it as XID %d (%s)" % (item["xid"], meaning)
+        if fnd.SEVERITY_ORDER[item["severity"]] < fnd.SEVERITY_ORDER[target["severity"]]:
+            target["severity"] = item["severity"]
+    return merged
+
+
+def _with_source(item: dict) -> dict:
+    item.setdefault("sources", [SOURCES.get(item["code"], "NVML clock event reasons")])
+    return item
+
+
 def gpu_findings(gpu: dict) -> list:
-    """All findings for one GPU snapshot."""
+    """All findings for one GPU snapshot, related ones merged, errors first."""
     if gpu.get("lost"):
-        return [_finding(
+        found = [_finding(
             "gpu_lost", "error", gpu,
             "%s is lost: the driver can no longer reach it" % _label(gpu),
             "drain the node and reboot it; if the GPU stays lost, check power, seating and XID 79 "
-            "in the kernel log")]
-    found = []
-    for check in (_pcie_findings, _xid_findings, _ecc_findings, _remap_findings,
-                  _throttle_findings, _nvlink_findings):
-        found.extend(check(gpu))
-    return fnd.ordered(found)
+            "in the kernel log, and RMA it")]
+        found += _xid_findings(gpu)
+    else:
+        found = []
+        for check in (_pcie_findings, _xid_findings, _ecc_findings, _remap_findings,
+                      _throttle_findings, _nvlink_findings):
+            found.extend(check(gpu))
+    return fnd.ordered(_merge_events([_with_source(item) for item in found]))
 
 
 def node_findings(driver: dict, gpus: list) -> list:
@@ -204,3 +323,91 @@ def summarize(items: list) -> dict:
     """Counts by severity, and whether the node is healthy (no errors or warnings)."""
     found = fnd.summary(items)
     return {"healthy": found["healthy"], "counts": found["counts"]}
+
+
+# ---- the node's verdict ------------------------------------------------------------------------
+# From worst to best. rma: a GPU must be replaced; degraded: drain the node and investigate (an
+# error finding); not_ready: the node cannot use its GPUs yet (the driver); attention: the node
+# works, a warning wants a look; healthy.
+VERDICTS = ("rma", "degraded", "not_ready", "attention", "healthy")
+
+
+def _short(item: dict) -> str:
+    if item["code"] == "xid":
+        return "XID %s" % item.get("xid")
+    return SHORT.get(item["code"], item["code"].replace("_", " "))
+
+
+def _needs_rma(item: dict) -> bool:
+    return item["code"] in RMA_CODES or (item["code"] == "xid" and item.get("xid") in RMA_XIDS)
+
+
+def _by_subject(items: list) -> list:
+    """[(subject, [short reason, ...])] in the findings' order, one entry per subject."""
+    grouped = {}
+    for item in items:
+        reasons = grouped.setdefault(item.get("subject", "node"), [])
+        if _short(item) not in reasons:
+            reasons.append(_short(item))
+    return list(grouped.items())
+
+
+def _rma_entry(subject: str, reasons: list, gpu: int | None, identities: dict) -> str:
+    known = identities.get(gpu) or {}
+    details = []
+    if known.get("serial"):
+        details.append("serial %s" % known["serial"])
+    if "lost" in reasons:
+        if known.get("last_seen"):
+            details.append("last seen %s" % known["last_seen"])
+        details.append("still lost after a reboot" if known.get("lost_after_reboot")
+                       else "lost; reboot once, RMA if it stays lost")
+    details.extend(reason for reason in reasons if reason != "lost")
+    return "%s (%s)" % (subject, ", ".join(details))
+
+
+def verdict(items: list, identities: dict | None = None) -> dict:
+    """The node's verdict from its findings: the status (VERDICTS), one line an on-call engineer
+    acts on ('degraded: drain and investigate GPU 2 (uncorrectable ECC)', 'RMA GPU 7 (serial ...)'),
+    and the GPUs concerned. identities: GPU index -> what the inventory record knows of it (serial,
+    last_seen, lost_after_reboot), for GPUs NVML no longer describes."""
+    identities = identities or {}
+    errors = [item for item in items if item["severity"] == "error"]
+    warnings = [item for item in items if item["severity"] == "warning"]
+    rma_subjects = {item.get("subject") for item in errors if _needs_rma(item)}
+    # a GPU to replace takes its other errors into its RMA entry
+    rma = [item for item in errors if item.get("subject") in rma_subjects]
+    rma.sort(key=lambda item: not _needs_rma(item))
+    gpu_errors = [item for item in errors if item.get("subject") not in rma_subjects and item.get("subject") != "node"]
+    node_errors = [item for item in errors if item.get("subject") == "node"]
+    parts = []
+    if rma:
+        gpu_of = {item.get("subject"): item.get("gpu") for item in rma}
+        parts.append("RMA " + ", ".join(_rma_entry(subject, reasons, gpu_of[subject], identities)
+                                        for subject, reasons in _by_subject(rma)))
+    if gpu_errors:
+        parts.append("drain and investigate " + ", ".join(
+            "%s (%s)" % (subject, ", ".join(reasons)) for subject, reasons in _by_subject(gpu_errors)))
+    if node_errors:
+        parts.append("; ".join(item["fix"] for item in node_errors))
+    if warnings:
+        parts.append("check " + ", ".join(
+            "%s (%s)" % (subject, ", ".join(reasons)) for subject, reasons in _by_subject(warnings)))
+    if rma:
+        status = "rma"
+    elif gpu_errors:
+        status = "degraded"
+    elif node_errors:
+        status = "not_ready"
+    elif warnings:
+        status = "attention"
+    else:
+        status = "healthy"
+    if status == "healthy":
+        text = "healthy"
+    elif status == "rma":
+        text = "; ".join(parts)
+    else:
+        text = "%s: %s" % (status.replace("_", " "), "; ".join(parts))
+    concerned = sorted({item["gpu"] for item in errors + warnings if item.get("gpu") is not None})
+    return {"status": status, "text": text, "gpus": concerned}

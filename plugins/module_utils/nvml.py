@@ -254,6 +254,17 @@ def _mig(handle) -> dict:
     return result
 
 
+# nvmlTemperatureThresholds_t: what nvidia-smi -q prints under "Temperature"
+_TEMPERATURE_THRESHOLDS = (("shutdown", 0), ("slowdown", 1), ("memory_max", 2), ("gpu_max", 3))
+
+
+def _temperature_limits(handle) -> dict:
+    """The GPU's shutdown, HW slowdown and max-operating temperatures (None where the GPU or the
+    driver does not say)."""
+    return {name: _call("nvmlDeviceGetTemperatureThreshold", handle, kind)
+            for name, kind in _TEMPERATURE_THRESHOLDS}
+
+
 def _device(index: int, handle) -> dict:
     cc = _call("nvmlDeviceGetCudaComputeCapability", handle)
     memory = _call("nvmlDeviceGetMemoryInfo", handle)
@@ -284,6 +295,7 @@ def _device(index: int, handle) -> dict:
         "power": {"draw_w": round(power / 1000.0, 1) if power is not None else None,
                   "limit_w": round(limit / 1000.0, 1) if limit is not None else None},
         "temperature_c": _call("nvmlDeviceGetTemperature", handle, 0),
+        "temperature_limits_c": _temperature_limits(handle),
         "clocks": {
             "sm_mhz": _call("nvmlDeviceGetClockInfo", handle, 1),
             "mem_mhz": _call("nvmlDeviceGetClockInfo", handle, 2),

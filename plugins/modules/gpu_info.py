@@ -132,7 +132,9 @@ gpu_count:
 gpus:
   description:
     - One entry per GPU in NVML index order, with identity (name, uuid, serial, pci), architecture,
-      compute capability, memory (MiB), persistence mode, power (W), temperature (C), clocks,
+      compute capability, memory (MiB), persistence mode, power (W), temperature (C) and the
+      GPU's temperature limits (C(temperature_limits_c): shutdown, slowdown, gpu_max,
+      memory_max; null where the GPU does not report one), clocks,
       utilization, PCIe link (gen/width current and max), ECC counters, remapped rows, clock
       event reasons, NVLink links, NUMA node, CPU affinity, MIG mode and instances, and XIDs.
     - A GPU that NVML reports as lost has C(lost=true) and little else.

@@ -36,6 +36,12 @@ persistence_mode = enabled
 power_usage_mw = {i|55211,57032,54390,56118,53987,55640,57311,54802}
 power_limit_mw = 400000
 temperature_gpu = {i|29,31,30,32,28,30,33,29}
+# nvidia-smi -q "Temperature" of an A100-SXM4-40GB (driver 535): shutdown 92, slowdown 89,
+# GPU max operating 85, memory max operating 95 C
+temperature_shutdown = 92
+temperature_slowdown = 89
+temperature_gpu_max = 85
+temperature_mem_max = 95
 clock_graphics = 210
 clock_sm = 210
 clock_mem = 1215

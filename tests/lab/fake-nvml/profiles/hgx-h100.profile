@@ -34,6 +34,13 @@ power_usage_mw = {i|71342,72018,69877,73410,70655,71984,72730,70112}
 power_limit_mw = 700000
 power_management_limit_mw = 700000
 temperature_gpu = {i|31,33,30,34,32,31,35,30}
+# nvidia-smi -q "Temperature" of the HGX H100/H800 SXM5 board (driver 525): shutdown 92,
+# slowdown 89, GPU max operating 87, memory max operating 95 C (drivers >= 550 print these as
+# T.Limit offsets; NVML still answers the thresholds)
+temperature_shutdown = 92
+temperature_slowdown = 89
+temperature_gpu_max = 87
+temperature_mem_max = 95
 clock_graphics = 345
 clock_sm = 345
 clock_mem = 2619

@@ -26,6 +26,11 @@ persistence_mode = disabled
 power_usage_mw = 9683
 power_limit_mw = 70000
 temperature_gpu = 37
+# nvidia-smi -q "Temperature" of a Tesla T4 (driver 515): shutdown 96, slowdown 93, GPU max
+# operating 85 C; no memory sensor (N/A)
+temperature_shutdown = 96
+temperature_slowdown = 93
+temperature_gpu_max = 85
 clock_graphics = 300
 clock_sm = 300
 clock_mem = 405

@@ -474,6 +474,22 @@ nvmlReturn_t nvmlDeviceGetTemperature(nvmlDevice_t device, nvmlTemperatureSensor
     API_RETURN(NVML_SUCCESS);
 }
 
+/* The shutdown, slowdown, memory and GPU max-operating limits nvidia-smi -q prints under
+ * "Temperature"; a threshold the profile leaves out answers NOT_SUPPORTED, as on GPUs without
+ * that sensor (nvml.h: nvmlDeviceGetTemperatureThreshold). */
+nvmlReturn_t nvmlDeviceGetTemperatureThreshold(nvmlDevice_t device, nvmlTemperatureThresholds_t thresholdType,
+                                               unsigned int *temp)
+{
+    DEV_BEGIN(0);
+    NEED(temp);
+    if ((unsigned)thresholdType >= NVML_TEMPERATURE_THRESHOLD_COUNT)
+        API_RETURN(NVML_ERROR_INVALID_ARGUMENT);
+    if (!g->temp_threshold[thresholdType])
+        API_RETURN(NVML_ERROR_NOT_SUPPORTED);
+    *temp = g->temp_threshold[thresholdType];
+    API_RETURN(NVML_SUCCESS);
+}
+
 nvmlReturn_t nvmlDeviceGetClockInfo(nvmlDevice_t device, nvmlClockType_t type, unsigned int *clock)
 {
     DEV_BEGIN(0);

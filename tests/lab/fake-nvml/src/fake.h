@@ -73,6 +73,8 @@ typedef struct fake_gpu {
     int persistence;
     unsigned power_usage, power_limit, power_mgmt_limit; /* mW */
     unsigned temperature;
+    /* NVML temperature thresholds by nvmlTemperatureThresholds_t (0: NOT_SUPPORTED) */
+    unsigned temp_threshold[NVML_TEMPERATURE_THRESHOLD_COUNT];
     unsigned clock[NVML_CLOCK_COUNT], max_clock[NVML_CLOCK_COUNT];
     unsigned pcie_gen_cur, pcie_gen_max, pcie_gen_gpu_max;
     unsigned pcie_width_cur, pcie_width_max;

@@ -573,7 +573,8 @@ static const char *const gpu_keys[] = {
     "pci_device_id", "pci_subsystem_id", "minor_number", "memory_total_mib",
     "memory_reserved_mib", "memory_used_mib", "compute_capability", "architecture",
     "persistence_mode", "power_usage_mw", "power_limit_mw", "power_management_limit_mw",
-    "temperature_gpu", "clock_graphics", "clock_sm", "clock_mem", "clock_video",
+    "temperature_gpu", "temperature_shutdown", "temperature_slowdown", "temperature_mem_max",
+    "temperature_gpu_max", "clock_graphics", "clock_sm", "clock_mem", "clock_video",
     "max_clock_graphics", "max_clock_sm", "max_clock_mem", "max_clock_video",
     "pcie_gen_current", "pcie_gen_max", "pcie_gen_gpu_max", "pcie_width_current",
     "pcie_width_max", "utilization_gpu", "utilization_memory", "utilization_encoder",
@@ -713,6 +714,10 @@ static int load_gpu(parser_t *p, fake_node_t *n, const char *seed, int i)
     get_u(&c, "power_limit_mw", &g->power_limit, 0);
     get_u(&c, "power_management_limit_mw", &g->power_mgmt_limit, g->power_limit);
     get_u(&c, "temperature_gpu", &g->temperature, 30);
+    get_u(&c, "temperature_shutdown", &g->temp_threshold[NVML_TEMPERATURE_THRESHOLD_SHUTDOWN], 0);
+    get_u(&c, "temperature_slowdown", &g->temp_threshold[NVML_TEMPERATURE_THRESHOLD_SLOWDOWN], 0);
+    get_u(&c, "temperature_mem_max", &g->temp_threshold[NVML_TEMPERATURE_THRESHOLD_MEM_MAX], 0);
+    get_u(&c, "temperature_gpu_max", &g->temp_threshold[NVML_TEMPERATURE_THRESHOLD_GPU_MAX], 0);
     for (int k = 0; k < NVML_CLOCK_COUNT; k++) {
         char key[32];
         snprintf(key, sizeof(key), "max_clock_%s", clock_names[k]);

@@ -140,3 +140,18 @@ def test_l40s_unsupported_features(nvml):
     with nvml_raises(n.NVML_ERROR_NOT_SUPPORTED):
         n.nvmlDeviceSetMigMode(h, n.NVML_DEVICE_MIG_ENABLE)
     assert n.nvmlDeviceGetMaxMigDeviceCount(h) == 0
+
+
+def test_temperature_thresholds_as_the_profile_gives_them(h100):
+    """nvidia-smi -q's shutdown / slowdown / max operating limits of the HGX H100 board; a bad
+    threshold type is INVALID_ARGUMENT."""
+    n = h100
+    h = n.nvmlDeviceGetHandleByIndex(0)
+    assert n.nvmlDeviceGetTemperatureThreshold(h, n.NVML_TEMPERATURE_THRESHOLD_SHUTDOWN) == 92
+    assert n.nvmlDeviceGetTemperatureThreshold(h, n.NVML_TEMPERATURE_THRESHOLD_SLOWDOWN) == 89
+    assert n.nvmlDeviceGetTemperatureThreshold(h, n.NVML_TEMPERATURE_THRESHOLD_GPU_MAX) == 87
+    assert n.nvmlDeviceGetTemperatureThreshold(h, n.NVML_TEMPERATURE_THRESHOLD_MEM_MAX) == 95
+    with nvml_raises(n.NVML_ERROR_NOT_SUPPORTED):
+        n.nvmlDeviceGetTemperatureThreshold(h, n.NVML_TEMPERATURE_THRESHOLD_ACOUSTIC_MIN)
+    with nvml_raises(n.NVML_ERROR_INVALID_ARGUMENT):
+        n.nvmlDeviceGetTemperatureThreshold(h, n.NVML_TEMPERATURE_THRESHOLD_COUNT)

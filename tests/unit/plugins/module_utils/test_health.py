@@ -113,3 +113,118 @@ def test_summarize(severities, healthy):
     summary = health.summarize([{"severity": s} for s in severities])
     assert summary["healthy"] is healthy
     assert sum(summary["counts"].values()) == len(severities)
+
+
+# ---- one event, one finding ------------------------------------------------------------------
+
+@pytest.mark.parametrize("changes, xid, code", [
+    ({"ecc": {"volatile": {"corrected": 0, "uncorrected": 2}, "aggregate": {"corrected": 0, "uncorrected": 3}}},
+     48, "ecc_uncorrectable"),
+    ({"ecc": {"volatile": {"corrected": 0, "uncorrected": 1}, "aggregate": {"corrected": 0, "uncorrected": 1}}},
+     94, "ecc_uncorrectable"),
+    ({"remapped_rows": {"uncorrectable": 9, "failure": True}}, 64, "row_remap_failure"),
+    ({"remapped_rows": {"uncorrectable": 1, "pending": True}}, 63, "row_remap_pending"),
+    ({"nvlink": {"links": [{"link": 0, "active": False}]}}, 74, "nvlink_down"),
+])
+def test_an_xid_and_the_reading_of_the_same_event_are_one_finding(changes, xid, code):
+    found = health.gpu_findings(gpu(xids=[xid], **changes))
+    assert [f["code"] for f in found] == [code]
+    assert found[0]["xids"] == [xid]
+    assert found[0]["sources"][0] == health.SOURCES[code] and found[0]["sources"][1].startswith("XID %d (" % xid)
+    assert "XID %d" % xid in found[0]["message"]
+
+
+def test_an_xid_without_its_reading_stays_a_finding():
+    # XID 63 (a remap recorded) with no pending remap in NVML: the XID alone
+    assert codes(health.gpu_findings(gpu(xids=[63]))) == [("xid", "warning")]
+    # XID 64 (recording a remap failed) is another event than a pending remap: both stay
+    found = health.gpu_findings(gpu(xids=[64], remapped_rows={"uncorrectable": 1, "pending": True}))
+    assert codes(found) == [("xid", "error"), ("row_remap_pending", "warning")]
+    assert health.gpu_findings(gpu(xids=[79], lost=True))[0]["xids"] == [79]
+
+
+def test_each_finding_names_its_source():
+    found = health.gpu_findings(gpu(pcie={"width_current": 8}, clock_event_reasons=["sw_power_cap"]))
+    assert [f["sources"] for f in found] == [["NVML PCIe link state"], ["NVML clock event reasons"]]
+
+
+# ---- findings carry their numbers ------------------------------------------------------------
+
+def test_thermal_slowdown_says_the_temperature_and_the_gpus_own_limits():
+    found = health.gpu_findings(gpu(
+        clock_event_reasons=["sw_thermal_slowdown"], temperature_c=88,
+        temperature_limits_c={"shutdown": 92, "slowdown": 89, "gpu_max": 87, "memory_max": 95},
+        clocks={"sm_mhz": 1095, "sm_max_mhz": 1980}))
+    assert len(found) == 1
+    message = found[0]["message"]
+    assert "88 C (max operating 87 C, HW slowdown at 89 C, shutdown at 92 C)" in message
+    assert "SM clock 1095 of 1980 MHz" in message
+    assert (found[0]["temperature_c"], found[0]["slowdown_c"], found[0]["gpu_max_c"]) == (88, 89, 87)
+
+
+def test_thermal_slowdown_without_limits_says_so():
+    found = health.gpu_findings(gpu(clock_event_reasons=["hw_thermal_slowdown"], temperature_c=91,
+                                    temperature_limits_c=dict.fromkeys(["shutdown", "slowdown", "gpu_max"])))
+    assert "91 C (the GPU reports no slowdown threshold)" in found[0]["message"]
+
+
+def test_power_cap_says_draw_and_cap():
+    found = health.gpu_findings(gpu(clock_event_reasons=["sw_power_cap"], power={"draw_w": 699.1, "limit_w": 700.0}))
+    assert "drawing 699.1 W of a 700 W cap" in found[0]["message"]
+    assert (found[0]["power_w"], found[0]["power_limit_w"]) == (699.1, 700.0)
+
+
+# ---- the node's verdict ----------------------------------------------------------------------
+
+def verdict_of(*gpus, driver=None, known=None):
+    return health.verdict(health.node_findings(driver or {"loaded": True}, list(gpus)), known)
+
+
+def test_verdict_healthy():
+    assert verdict_of(gpu()) == {"status": "healthy", "text": "healthy", "gpus": []}
+
+
+def test_verdict_attention_names_the_gpu_and_the_reason():
+    result = verdict_of(gpu(), gpu(index=4, pcie={"width_current": 8}))
+    assert result["status"] == "attention"
+    assert result["text"] == "attention: check GPU 4 (PCIe link degraded)"
+    assert result["gpus"] == [4]
+
+
+def test_verdict_degraded_drains_and_names_each_gpu_once():
+    dbe = {"volatile": {"corrected": 0, "uncorrected": 2}, "aggregate": {"corrected": 0, "uncorrected": 3}}
+    result = verdict_of(gpu(index=2, ecc=dbe, xids=[48]),
+                        gpu(index=5, nvlink={"links": [{"link": 0, "active": False}]}))
+    assert result["status"] == "degraded"
+    assert result["text"] == "degraded: drain and investigate GPU 2 (uncorrectable ECC), GPU 5 (NVLink down)"
+
+
+def test_verdict_rma_names_the_serial_of_a_lost_gpu_from_the_record():
+    lost = gpu(index=7, lost=True, xids=[79])
+    result = verdict_of(gpu(), lost, known={7: {"serial": "1652223008586", "last_seen": "2026-12-01T10:00:00Z"}})
+    assert result["status"] == "rma"
+    assert result["text"] == ("RMA GPU 7 (serial 1652223008586, last seen 2026-12-01T10:00:00Z, lost; "
+                              "reboot once, RMA if it stays lost)")
+    again = verdict_of(lost, known={7: {"serial": "1652223008586", "lost_after_reboot": True}})
+    assert again["text"] == "RMA GPU 7 (serial 1652223008586, still lost after a reboot)"
+
+
+def test_verdict_rma_first_then_the_rest():
+    failed = gpu(index=2, remapped_rows={"uncorrectable": 9, "failure": True})
+    slow = gpu(index=3, pcie={"width_current": 8})
+    result = verdict_of(failed, slow, known={})
+    assert result["status"] == "rma"
+    assert result["text"] == "RMA GPU 2 (row-remap failure); check GPU 3 (PCIe link degraded)"
+
+
+def test_verdict_not_ready_gives_the_drivers_fix():
+    result = verdict_of(driver={"loaded": False, "reason": "version_mismatch", "message": "x"})
+    assert result["status"] == "not_ready"
+    assert result["text"] == "not ready: reboot the node so the newly installed driver module loads"
+
+
+def test_verdict_a_gpu_to_replace_takes_its_other_errors_and_its_serial():
+    dbe = {"volatile": {"corrected": 0, "uncorrected": 1}, "aggregate": {"corrected": 0, "uncorrected": 1}}
+    failed = gpu(index=2, ecc=dbe, xids=[94], remapped_rows={"uncorrectable": 9, "failure": True, "pending": True})
+    result = verdict_of(failed, known={2: {"serial": "1652223008290"}})
+    assert result["text"] == "RMA GPU 2 (serial 1652223008290, row-remap failure, uncorrectable ECC)"

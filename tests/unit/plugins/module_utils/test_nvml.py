@@ -55,6 +55,8 @@ def test_hgx_h100(node):
     assert first["pcie"] == {"gen_current": 5, "gen_max": 5, "gen_gpu_max": 5, "width_current": 16, "width_max": 16}
     assert first["persistence_mode"] is True
     assert first["power"]["limit_w"] == 700.0
+    assert first["temperature_c"] == 31
+    assert first["temperature_limits_c"] == {"shutdown": 92, "slowdown": 89, "memory_max": 95, "gpu_max": 87}
     assert first["ecc"]["enabled"] is True
     assert first["remapped_rows"] == {"correctable": 0, "uncorrectable": 0, "pending": False, "failure": False}
     assert first["nvlink"]["total"] == 18 and first["nvlink"]["active"] == 18
@@ -76,6 +78,8 @@ def test_pcie_server_topology_without_nvlink(node):
     assert snap["gpus"][0]["architecture"] == "ada"
     assert snap["gpus"][0]["mig"] == {"capable": False}
     assert snap["gpus"][0]["nvlink"] == {"links": [], "total": 0, "active": 0}
+    # limits the GPU does not report are null, not an error
+    assert snap["gpus"][0]["temperature_limits_c"] == dict.fromkeys(["shutdown", "slowdown", "memory_max", "gpu_max"])
     assert len(snap["topology"]) == 6
     assert not any(pair["nvlink"] for pair in snap["topology"])
     assert {pair["pcie"] for pair in snap["topology"]} <= {"PIX", "PXB", "PHB", "NODE", "SYS"}
