@@ -79,16 +79,20 @@ def test_faults_are_findings(lab):
     found = {(f["gpu"], f["code"]) for f in result["health"]}
     assert found == {
         (1, "xid"), (1, "ecc_uncorrectable"),
-        (2, "xid"), (2, "ecc_uncorrectable"), (2, "row_remap_failure"),
+        (2, "ecc_uncorrectable"), (2, "row_remap_failure"),
         (3, "pcie_link_degraded"),
         (4, "throttle_hw_slowdown"), (4, "throttle_thermal"), (4, "throttle_power_cap"),
         (5, "nvlink_down"),
         (7, "gpu_lost"),
     }
     xids = sorted((f["gpu"], f["xid"]) for f in result["health"] if f["code"] == "xid")
-    assert xids == [(1, 48), (1, 79), (2, 94)]
+    # XID 48 (GPU 1) and 94 (GPU 2) are the ECC counters' events: one finding each, both sources named
+    assert xids == [(1, 79)]
+    merged = {f["gpu"]: f for f in result["health"] if f["code"] == "ecc_uncorrectable"}
+    assert merged[1]["xids"] == [48] and merged[2]["xids"] == [94]
+    assert merged[1]["sources"] == ["NVML ECC counters", "XID 48 (double-bit ECC error (DBE))"]
     assert result["healthy"] is False
-    assert result["health_counts"] == {"error": 8, "warning": 3, "info": 1}
+    assert result["health_counts"] == {"error": 6, "warning": 3, "info": 1}
     for finding in result["health"]:
         assert finding["message"] and finding["fix"] and finding["subject"]
         assert finding["uuid"] or finding["code"] == "gpu_lost"

@@ -20,7 +20,8 @@ def test_inventory_record(host):
     assert record.is_file
     assert (record.user, record.group, record.mode) == ("root", "root", 0o644)
     data = json.loads(record.content_string)
-    assert data["schema"] == "gpuops.nvidia/gpu-inventory/v1"
+    assert data["schema"] == "gpuops.nvidia/gpu-inventory/v2"
+    assert {gpu["state"] for gpu in data["gpus"]} == {"present"} and data["events"] == []
     assert data["driver"]["loaded"] is True
     assert data["driver"]["version"] == "570.172.08"
     assert data["gpu_count"] == 8
