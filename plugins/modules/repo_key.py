@@ -1,0 +1,184 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpuops.nvidia contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: repo_key
+short_description: Install a package repository's OpenPGP signing key, shown by fingerprint and uid
+version_added: 0.2.0
+description:
+  - Installs the signing key of one package repository into its own keyring file (the file an
+    apt source's C(Signed-By) names), from the key's content (air-gapped sites) or a URL fetched
+    on every run, so a rotated key is noticed.
+  - The key is checked to be an OpenPGP public key before anything is written. Changes and the
+    diff show each key's fingerprint, algorithm, creation date and user ids - who signs the
+    repository - instead of the armored key's base64.
+  - Written atomically, owner root and mode C(0644).
+author:
+  - gpuops.nvidia maintainers (@gpuops)
+options:
+  path:
+    description: The keyring file (ASCII-armored or binary, as given).
+    type: path
+    required: true
+  content:
+    description:
+      - The key itself, ASCII-armored. Mutually exclusive with O(url).
+    type: str
+  url:
+    description:
+      - Where to download the key (the proxy environment variables apply). Mutually exclusive
+        with O(content).
+    type: str
+  validate_certs:
+    description: Verify the TLS certificate of O(url).
+    type: bool
+    default: true
+  timeout:
+    description: Seconds to wait for O(url).
+    type: int
+    default: 30
+  state:
+    description: C(absent) removes the keyring file.
+    type: str
+    choices: [present, absent]
+    default: present
+attributes:
+  check_mode:
+    support: full
+    description: Downloads and checks the key, reports the change and its diff, writes nothing.
+  diff_mode:
+    support: full
+    description: The keys before and after, by fingerprint, algorithm, creation date and uid.
+  idempotent:
+    support: full
+    description: The same key changes nothing.
+seealso:
+  - module: ansible.builtin.deb822_repository
+"""
+
+EXAMPLES = r"""
+- name: Install NVIDIA's CUDA repository key
+  gpuops.nvidia.repo_key:
+    path: /etc/apt/keyrings/nvidia-cuda.asc
+    url: https://developer.download.nvidia.com/compute/cuda/repos/debian12/x86_64/3bf863cc.pub
+
+- name: Install a mirror's key from the inventory (air-gapped)
+  gpuops.nvidia.repo_key:
+    path: /etc/apt/keyrings/nvidia-cuda.asc
+    content: "{{ driver_repo_key }}"
+"""
+
+RETURN = r"""
+keys:
+  description: The keys now in the file (or that would be, in check mode).
+  returned: when O(state=present)
+  type: list
+  elements: dict
+  sample:
+    - fingerprint: EB693B3035CD5710E231E123A4B469963BF863CC
+      key_id: A4B469963BF863CC
+      algorithm: RSA
+      created: "2022-04-20"
+      uids: ["cudatools <cudatools@nvidia.com>"]
+      subkeys: []
+previous_keys:
+  description: The keys the file held before (empty when it did not exist or held none).
+  returned: always
+  type: list
+  elements: dict
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.common.text.converters import to_bytes, to_text
+from ansible.module_utils.urls import fetch_url
+
+from ansible_collections.gpuops.nvidia.plugins.module_utils import files, openpgp
+
+
+def _read(path: str) -> bytes | None:
+    try:
+        with open(path, "rb") as handle:
+            return handle.read()
+    except FileNotFoundError:
+        return None
+
+
+def _keys_or_none(data: bytes | None) -> list:
+    if not data:
+        return []
+    try:
+        return openpgp.keys(data)
+    except (openpgp.KeyFileError, IndexError):
+        return []
+
+
+def _download(module, url: str) -> bytes:
+    response, info = fetch_url(module, url, timeout=module.params["timeout"])
+    if info.get("status") != 200 or response is None:
+        module.fail_json(msg="cannot download the repository key from %s: %s %s; nothing was changed"
+                             % (url, info.get("status"), info.get("msg")))
+    return response.read()
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            path=dict(type="path", required=True),
+            content=dict(type="str"),
+            url=dict(type="str"),
+            validate_certs=dict(type="bool", default=True),
+            timeout=dict(type="int", default=30),
+            state=dict(type="str", choices=["present", "absent"], default="present"),
+        ),
+        mutually_exclusive=[("content", "url")],
+        required_if=[("state", "present", ("content", "url"), True)],
+        supports_check_mode=True,
+    )
+    path = module.params["path"]
+    before = _read(path)
+    previous = _keys_or_none(before)
+    result = {"changed": False, "previous_keys": previous}
+    if module.params["state"] == "absent":
+        after, keys = None, []
+    else:
+        source = module.params["url"] or "the given content"
+        after = (_download(module, module.params["url"]) if module.params["url"]
+                 else to_bytes(module.params["content"]))
+        if path.endswith(".asc") and not after.lstrip().startswith(b"-----BEGIN PGP PUBLIC KEY BLOCK-----"):
+            module.fail_json(msg="the repository key from %s is not ASCII-armored, which %s (.asc) must be for apt; "
+                                 "give the armored key (gpg --armor --export) or its URL; nothing was changed"
+                                 % (source, path))
+        try:
+            keys = openpgp.keys(after)
+        except (openpgp.KeyFileError, IndexError) as exc:
+            module.fail_json(msg="the repository key from %s is not an OpenPGP public key (%s); give the key's "
+                                 "ASCII-armored content or its URL; nothing was changed" % (source, exc))
+        result["keys"] = keys
+    if after != before:
+        problem = files.check_writable(path)
+        if problem:
+            module.fail_json(msg="cannot change %s: %s; nothing was changed" % (path, problem))
+        result["changed"] = True
+        if not module.check_mode:
+            if after is None:
+                files.remove(module, path)
+            else:
+                files.write_atomic(module, path, to_text(after, errors="surrogate_or_strict"), mode=0o644)
+        if module._diff:
+            result["diff"] = {
+                "before_header": path if before is not None else "%s (absent)" % path,
+                "after_header": path if after is not None else "%s (absent)" % path,
+                "before": openpgp.describe(previous) if previous else ("" if before is None else "(not a key)\n"),
+                "after": openpgp.describe(keys) if after is not None else ""}
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()
