@@ -236,3 +236,40 @@ def test_driver_status_asks_nvml_when_the_kernel_files_show_no_module(lab, tmp_p
     assert (result["loaded_version"], result["state"]) == ("580.95.05", "ready")
     mismatch = lab.module("version-mismatch", module="gpuops.nvidia.driver_status", args="host_root=%s" % tmp_path)
     assert mismatch["nvml"]["reason"] == "version_mismatch" and mismatch["state"] == "installed_not_loaded"
+
+
+def test_a_failed_preflight_in_the_driver_role_lists_only_the_problems_and_their_fixes(lab, tmp_path):
+    """Not the module's whole result (every GPU, the plan ...): the failure names each problem with
+    its fix; the full result stays on the pre-flight task (shown with -v)."""
+    playbook = tmp_path / "preflight.yml"
+    playbook.write_text(
+        "- hosts: gpu_nodes\n"
+        "  gather_facts: true\n"
+        "  tasks:\n"
+        "    - name: Pre-flight of the driver role\n"
+        "      ansible.builtin.include_role:\n"
+        "        name: gpuops.nvidia.driver\n"
+        "        tasks_from: preflight\n"
+        "      vars:\n"
+        "        driver_branch: '470'\n"
+        "        driver_source: distro\n")
+    proc, out = lab.playbook("hgx-h100", str(playbook), check=False)
+    assert proc.returncode != 0
+    tasks = {t["task"]["name"].split(" : ")[-1]: t["hosts"]["localhost"] for t in out["plays"][0]["tasks"]}
+    full = tasks["Check the driver plan against the GPUs, the host and the driver it has"]
+    assert full.get("failed") is not True and len(full["gpus"]) == 8
+    failure = tasks["Stop before any change when pre-flight found problems"]
+    assert failure["failed"] is True and "gpus" not in failure and "plan" not in failure
+    errors = [f for f in full["findings"] if f["severity"] == "error"]
+    assert failure["msg"][0] == "pre-flight found %d problem(s) on localhost; nothing was changed:" % len(errors)
+    assert len(failure["msg"]) == len(errors) + 1
+    branch = next(line for line in failure["msg"] if "R470" in line)
+    assert branch.startswith("[error] ") and "Hopper" in branch and "(fix: " in branch
+    # with driver_preflight_fail off the run goes on past pre-flight's errors, but never into a
+    # branch change nobody asked for
+    playbook.write_text(playbook.read_text() + "        driver_preflight_fail: false\n")
+    proc, out = lab.playbook("hgx-h100", str(playbook), check=False)
+    tasks = {t["task"]["name"].split(" : ")[-1]: t["hosts"]["localhost"] for t in out["plays"][0]["tasks"]}
+    failure = tasks["Stop before any change when pre-flight found problems"]
+    assert failure["msg"][0] == "pre-flight found 1 problem(s) on localhost; nothing was changed:"
+    assert "would change the driver branch" in failure["msg"][1]
