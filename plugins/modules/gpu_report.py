@@ -59,7 +59,8 @@ options:
   as_facts:
     description:
       - Also return what M(gpuops.nvidia.gpu_info) returns as the host fact C(gpuops_nvidia),
-        with C(verdict) added, for later plays (node labels, validation).
+        with C(verdict) and C(inventory_changes) (RV(changes)) added, for later plays (node
+        labels, validation, the fleet summary).
     type: bool
     default: false
 attributes:
@@ -244,7 +245,8 @@ def main():
     result["verdict"] = health.verdict(info["health"], known)
     result["lines"] = report.lines(info, result["verdict"], result["changes"], known)
     if params["as_facts"]:
-        result["ansible_facts"] = {"gpuops_nvidia": dict(info, verdict=result["verdict"])}
+        result["ansible_facts"] = {"gpuops_nvidia": dict(info, verdict=result["verdict"],
+                                                          inventory_changes=result["changes"])}
     module.exit_json(**result)
 
 

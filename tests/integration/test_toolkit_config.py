@@ -6,6 +6,7 @@ stay. The file is the one NVIDIA's own `nvidia-ctk config` writes for toolkit 1.
 toolkit package generates it that way)."""
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import tomllib
@@ -59,3 +60,20 @@ def test_an_invalid_mode_is_refused_and_nothing_changes(tmp_path):
     result = ansible("path=%s mode=cuda" % path)
     assert result.returncode != 0 and "value of mode must be one of: auto, legacy, cdi, csv" in result.stdout
     assert tree_digest(str(tmp_path)) == digest
+
+
+def test_the_toolkit_version_is_nvidia_ctks_own(tmp_path):
+    """NVIDIA's nvidia-ctk 1.18.0 on the PATH: its --version is the reported version; none without it."""
+    ctk_dir = subprocess.run([GO_BINARIES, "--dir", "toolkit-1.18.0"], capture_output=True, text=True,
+                             check=True).stdout.strip()
+    path = nvidia_ctk_default_config(tmp_path)
+    argv = [os.path.join(BIN, "ansible"), "localhost", "-m", "gpuops.nvidia.toolkit_config", "-a", "path=%s" % path]
+    env = _env()
+    with_ctk = subprocess.run(argv, capture_output=True, text=True, check=False,
+                              env=dict(env, PATH=ctk_dir + os.pathsep + env["PATH"]))
+    result = json.loads(with_ctk.stdout)["plays"][0]["tasks"][0]["hosts"]["localhost"]
+    assert result["toolkit_version"] == "1.18.0" and result["changed"] is False
+    without = subprocess.run(argv, capture_output=True, text=True, check=False,
+                             env=dict(env, PATH=os.pathsep.join(p for p in env["PATH"].split(os.pathsep)
+                                                                if not os.path.exists(os.path.join(p, "nvidia-ctk")))))
+    assert json.loads(without.stdout)["plays"][0]["tasks"][0]["hosts"]["localhost"]["toolkit_version"] is None

@@ -1,0 +1,37 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpuops.nvidia contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Filters of the fleet summary that ends the playbooks (module_utils/fleet.py):
+
+- ``fleet_records(hosts, hostvars, hosts_ok)``: one summary record per node of ``hosts`` (the play's
+  hosts, ``ansible_play_hosts_all``) from the facts the stages left; a node not in ``hosts_ok``
+  (``ansible_play_hosts``) failed.
+- ``fleet_lines(records)``: the summary as lines: one per node, failed and worst first, the verdicts
+  that ask for action, the totals."""
+
+from __future__ import annotations
+
+__metaclass__ = type
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.gpuops.nvidia.plugins.module_utils import fleet
+
+# the host facts a record reads
+FACTS = ("gpuops_nvidia", "driver_result", "container_toolkit_result", "gpuops_changes")
+
+
+def fleet_records(hosts, hostvars, hosts_ok=None):
+    if not isinstance(hosts, list):
+        raise AnsibleFilterError("fleet_records expects the list of the play's hosts, got %s" % type(hosts).__name__)
+    ok = set(hosts_ok if hosts_ok is not None else hosts)
+    records = []
+    for name in hosts:
+        facts = hostvars[name]
+        records.append(fleet.record(name, {key: facts.get(key) for key in FACTS}, failed=name not in ok))
+    return records
+
+
+class FilterModule:
+    def filters(self):
+        return {"fleet_records": fleet_records, "fleet_lines": fleet.lines}
