@@ -4,7 +4,7 @@
 """The fleet summary that ends a playbook run: one record and one line per node - its verdict,
 driver, toolkit and what the run changed on it - from the facts the stages leave on each host
 (gpuops_nvidia from the GPU report, driver_result from the driver stage, container_toolkit_result
-from the toolkit stage, gpuops_changes from every stage). Pure functions; the records are what
+from the toolkit stage, <stage>_changes from the driver, toolkit and MIG stages). Pure functions; the records are what
 set_stats hands to AWX, one key per node, so the summaries of job slices merge."""
 
 from __future__ import annotations
@@ -12,6 +12,8 @@ from __future__ import annotations
 __metaclass__ = type
 
 WIDTH = 100
+# what each stage says it changed on the node, in stage order
+CHANGES = ("driver_changes", "container_toolkit_changes", "mig_changes")
 
 
 def record(name: str, facts: dict, failed: bool = False) -> dict:
@@ -31,7 +33,7 @@ def record(name: str, facts: dict, failed: bool = False) -> dict:
         "driver_state": driver_state,
         "toolkit": toolkit.get("version"),
         "runtime": toolkit.get("runtime"),
-        "changes": list(facts.get("gpuops_changes") or []),
+        "changes": [change for key in CHANGES for change in facts.get(key) or []],
         # hardware changes the GPU report found (a GPU lost, swapped ...)
         "hardware": [change.get("message") for change in report.get("inventory_changes") or []],
     }

@@ -10,7 +10,7 @@ def facts(status="healthy", text="healthy", changes=None, toolkit="1.18.0"):
         "gpuops_nvidia": {"verdict": {"status": status, "text": text}, "driver": {"version": "570.172.08", "loaded": True}},
         "driver_result": {"installed_version": "570.172.08", "state": "ready"},
         "container_toolkit_result": {"version": toolkit, "runtime": "containerd"} if toolkit else None,
-        "gpuops_changes": changes or [],
+        "driver_changes": changes or [],
     }
 
 
