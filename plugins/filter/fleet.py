@@ -18,7 +18,7 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.gpuops.nvidia.plugins.module_utils import fleet
 
 # the host facts a record reads
-FACTS = ("gpuops_nvidia", "driver_result", "container_toolkit_result") + fleet.CHANGES
+FACTS = ("gpuops_nvidia", "gpuops_gpu_report", "driver_result", "container_toolkit_result") + fleet.CHANGES
 
 
 def fleet_records(hosts, hostvars, hosts_ok=None):

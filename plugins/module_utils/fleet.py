@@ -11,6 +11,8 @@ from __future__ import annotations
 
 __metaclass__ = type
 
+from ansible_collections.gpuops.nvidia.plugins.module_utils.report import wrap
+
 WIDTH = 100
 # what each stage says it changed on the node, in stage order
 CHANGES = ("driver_changes", "container_toolkit_changes", "mig_changes")
@@ -19,7 +21,8 @@ CHANGES = ("driver_changes", "container_toolkit_changes", "mig_changes")
 def record(name: str, facts: dict, failed: bool = False) -> dict:
     """One node's summary record from its host facts."""
     report = facts.get("gpuops_nvidia") or {}
-    verdict = report.get("verdict") or {}
+    own = facts.get("gpuops_gpu_report") or {}
+    verdict = own.get("verdict") or report.get("verdict") or {}
     driver_result = facts.get("driver_result") or {}
     toolkit = facts.get("container_toolkit_result") or {}
     driver = driver_result.get("installed_version") or (report.get("driver") or {}).get("version")
@@ -35,14 +38,16 @@ def record(name: str, facts: dict, failed: bool = False) -> dict:
         "runtime": toolkit.get("runtime"),
         "changes": [change for key in CHANGES for change in facts.get(key) or []],
         # hardware changes the GPU report found (a GPU lost, swapped ...)
-        "hardware": [change.get("message") for change in report.get("inventory_changes") or []],
+        "hardware": [change.get("message") for change in
+                     own.get("inventory_changes") or report.get("inventory_changes") or []],
     }
 
 
-def line(item: dict) -> str:
-    """'node-a  degraded  driver 580.95.05 (ready)  toolkit 1.18.0 containerd  changes: ...'"""
+def line(item: dict, node_width: int = 0) -> str:
+    """'node-a  degraded  driver 580.95.05 (ready)  toolkit 1.18.0 containerd  changes: ...', as one
+    string (lines() wraps it)."""
     status = "FAILED" if item["failed"] else (item["verdict"] or "not reported")
-    parts = ["%-24s" % item["node"], "%-12s" % status]
+    parts = [item["node"].ljust(node_width), status.ljust(12)]
     driver = item["driver"] or "none"
     parts.append("driver %s%s" % (driver, " (%s)" % item["driver_state"] if item["driver_state"] else ""))
     if item["toolkit"] or item["runtime"]:
@@ -60,11 +65,15 @@ def lines(records: list) -> list:
     where it asks for action, then the totals."""
     order = {"rma": 0, "degraded": 1, "not_ready": 2, "attention": 3, "healthy": 4, None: 5}
     items = sorted(records, key=lambda r: (not r["failed"], order.get(r["verdict"], 5), r["node"]))
-    out = [line(item) for item in items]
+    out = []
+    width = min(max([len(item["node"]) for item in items] or [0]), 32)
+    for item in items:
+        out += wrap(line(item, width), indent=" " * 6, first="")
     for item in items:
         if item["verdict"] not in (None, "healthy") and item["verdict_text"]:
-            out.append("%s: %s" % (item["node"], item["verdict_text"]))
-    out += _events(items)
+            out += wrap("%s: %s" % (item["node"], item["verdict_text"]), indent=" " * 6, first="")
+    for event in _events(items):
+        out += wrap(event, indent=" " * 6, first="")
     counts = {}
     for item in items:
         key = "failed" if item["failed"] else (item["verdict"] or "not reported")

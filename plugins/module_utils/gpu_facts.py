@@ -58,6 +58,8 @@ def gather(host_root: str = "/", xid_wait_ms: int = 0, kernel_log: bool = True) 
             subject=record["bus_id"], gpu=None, uuid=None, xid=record["xid"], bus_id=record["bus_id"]))
     findings = fnd.ordered(findings)
     summary = health.summarize(findings)
+    identities = {gpu.get("index"): {"serial": gpu.get("serial"), "uuid": gpu.get("uuid")}
+                  for gpu in node["gpus"] if not gpu.get("lost")}
     return {
         "driver": driver,
         "gpu_count": len(node["gpus"]),
@@ -66,6 +68,8 @@ def gather(host_root: str = "/", xid_wait_ms: int = 0, kernel_log: bool = True) 
         "health": findings,
         "healthy": summary["healthy"],
         "health_counts": summary["counts"],
+        # without the inventory record, a lost GPU's serial is unknown here (gpu_report knows it)
+        "verdict": health.verdict(findings, identities),
         "kernel_log": log_status,
         # what the PCI bus shows, with or without a driver (lspci's view)
         "pci": pci.nvidia_devices(host_root),

@@ -178,6 +178,15 @@ healthy:
   description: True when there is no error or warning finding.
   returned: always
   type: bool
+verdict:
+  description:
+    - The node's verdict from its findings - C(status) (C(healthy), C(attention), C(not_ready),
+      C(degraded) or C(rma)), C(text) with the action, C(gpus) concerned - as
+      M(gpuops.nvidia.gpu_report) gives it, except that a lost GPU's serial needs
+      gpu_report's inventory record.
+  returned: always
+  type: dict
+  sample: {status: degraded, text: "degraded: drain and investigate GPU 2 (uncorrectable ECC)", gpus: [2]}
 health_counts:
   description: Number of findings per severity.
   returned: always

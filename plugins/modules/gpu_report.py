@@ -164,7 +164,8 @@ gpu_count:
   returned: always
   type: int
 ansible_facts:
-  description: The gpu_info data and the verdict under C(gpuops_nvidia), when O(as_facts=true).
+  description: The gpu_info data and the verdict under C(gpuops_nvidia), and the verdict and the
+    hardware changes under C(gpuops_gpu_report), when O(as_facts=true).
   returned: when O(as_facts=true)
   type: dict
 """
@@ -245,8 +246,11 @@ def main():
     result["verdict"] = health.verdict(info["health"], known)
     result["lines"] = report.lines(info, result["verdict"], result["changes"], known)
     if params["as_facts"]:
-        result["ansible_facts"] = {"gpuops_nvidia": dict(info, verdict=result["verdict"],
-                                                          inventory_changes=result["changes"])}
+        result["ansible_facts"] = {
+            "gpuops_nvidia": dict(info, verdict=result["verdict"], inventory_changes=result["changes"]),
+            # the report's own verdict and changes, which a later gpu_info (node labels, the
+            # validation) that refreshes gpuops_nvidia leaves alone
+            "gpuops_gpu_report": {"verdict": result["verdict"], "inventory_changes": result["changes"]}}
     module.exit_json(**result)
 
 

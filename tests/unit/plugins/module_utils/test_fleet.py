@@ -35,11 +35,20 @@ def test_lines_put_failed_and_worst_first_and_name_the_action():
         fleet.record("gpu-d", facts("attention", "attention: check GPU 3 (PCIe link degraded)")),
     ]
     out = fleet.lines(records)
-    assert [line.split()[0] for line in out[:4]] == ["gpu-c", "gpu-b", "gpu-d", "gpu-a"]
-    assert out[0].split()[1] == "FAILED" and out[0].endswith("changes: toolkit configured")
-    assert out[3].split()[1:] == ["healthy", "driver", "570.172.08", "(ready)", "toolkit", "1.18.0", "containerd",
-                                  "changes:", "none"]
-    assert out[4:6] == ["gpu-b: RMA GPU 7 (serial 1652223008586, lost)", "gpu-d: attention: check GPU 3 (PCIe link degraded)"]
+    # a node's line, and its continuation when it is longer than 100 columns
+    joined = []
+    for text in out:
+        if text.startswith(" ") and joined:
+            joined[-1] += " " + text.strip()
+        else:
+            joined.append(text)
+    assert all(len(text) <= 100 for text in out)
+    assert [text.split()[0] for text in joined[:4]] == ["gpu-c", "gpu-b", "gpu-d", "gpu-a"]
+    assert joined[0].split()[1] == "FAILED" and joined[0].endswith("changes: toolkit configured")
+    assert joined[3].split()[1:] == ["healthy", "driver", "570.172.08", "(ready)", "toolkit", "1.18.0", "containerd",
+                                     "changes:", "none"]
+    assert joined[4:6] == ["gpu-b: RMA GPU 7 (serial 1652223008586, lost)",
+                           "gpu-d: attention: check GPU 3 (PCIe link degraded)"]
     assert out[-1] == "4 node(s): 1 attention, 1 failed, 1 healthy, 1 rma; 1 changed"
 
 
@@ -48,3 +57,19 @@ def test_hardware_changes_the_report_found_are_named():
     item["gpuops_nvidia"]["inventory_changes"] = [{"event": "gpu_lost", "message": "GPU 7 (...) is lost"}]
     out = fleet.lines([fleet.record("gpu-b", item)])
     assert "gpu-b: GPU 7 (...) is lost" in out
+
+
+def test_long_lines_wrap_within_100_columns():
+    changes = ["driver repository", "driver 570.172.08 installed", "toolkit repository", "toolkit installed",
+               "containerd configured and restarted", "CDI spec", "rebooted"]
+    out = fleet.lines([fleet.record("gpuops-lab-h100", facts(changes=changes))])
+    assert all(len(line) <= 100 for line in out)
+    assert out[0].startswith("gpuops-lab-h100") and out[1].startswith("      ")
+    assert " ".join(line.strip() for line in out[:-1]).endswith("changes: " + ", ".join(changes))
+
+
+def test_the_reports_own_verdict_wins_over_a_later_gpu_info():
+    item = facts("healthy")
+    item["gpuops_gpu_report"] = {"verdict": {"status": "rma", "text": "RMA GPU 7 (serial 1652223008586, lost)"},
+                                 "inventory_changes": []}
+    assert fleet.record("gpu-a", item)["verdict"] == "rma"
