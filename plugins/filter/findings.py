@@ -42,7 +42,7 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpuops.nvidia.plugins.module_utils import findings
+from ansible_collections.gpuops.nvidia.plugins.module_utils import findings, report
 
 
 def finding_lines(items):
@@ -54,6 +54,13 @@ def finding_lines(items):
         raise AnsibleFilterError("finding_lines: a finding lacks the key %s" % exc)
 
 
+def finding_report(items):
+    """The findings for a job log: '[severity] subject: message' then 'fix: ...', errors first,
+    wrapped within 100 columns (module_utils/report.finding_lines)."""
+    finding_lines(items)  # the same checks
+    return report.finding_lines(items)
+
+
 class FilterModule:
     def filters(self):
-        return {"finding_lines": finding_lines}
+        return {"finding_lines": finding_lines, "finding_report": finding_report}

@@ -27,6 +27,7 @@ from labfacts import H100_UUIDS, L40S_UUIDS  # noqa: E402  pylint: disable=wrong
 
 KUBECTL = os.path.join(REPO, ".venv", "bin", "kubectl")
 LAB_KUBECONFIG = os.path.join(REPO, ".build", "kube", "kubeconfig")
+MAKE_LAB_LOG = os.path.join(REPO, ".build", "make-lab.log")
 REAL = os.environ.get("GPUOPS_REAL_KUBECONFIG")
 os.environ.setdefault("CONTAINERS_CONF", os.path.join(LAB, "containers.conf"))
 
@@ -94,6 +95,10 @@ def _bring_up_lab():
     t0 = time.time()
     res = subprocess.run(["make", "--no-print-directory", "-s", "lab"], cwd=REPO, capture_output=True, text=True,
                          timeout=3600, check=False)
+    # the site run's job log, for the tests that read it as an operator would
+    os.makedirs(os.path.dirname(MAKE_LAB_LOG), exist_ok=True)
+    with open(MAKE_LAB_LOG, "w", encoding="utf-8") as handle:
+        handle.write(res.stdout)
     if res.returncode != 0:
         raise RuntimeError(f"make lab failed ({res.returncode}):\n{res.stdout[-6000:]}\n{res.stderr[-6000:]}")
     print(f"\n[kube tests] lab ready in {time.time() - t0:.0f}s", file=sys.stderr)

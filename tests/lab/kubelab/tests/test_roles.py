@@ -13,7 +13,9 @@ import subprocess
 
 import pytest
 
-from conftest import LAB, REPO
+import glob
+
+from conftest import LAB, MAKE_LAB_LOG, REPO
 
 INVENTORY = os.path.join(REPO, "inventories", "lab")
 PLAYBOOKS = os.path.join(REPO, "playbooks")
@@ -69,6 +71,70 @@ def test_make_lab_validates_every_node_green(lab_only, gpu_nodes):
         assert all(c["ok"] and not c.get("skipped") for c in node["checks"]), node
         allocatable = next(c for c in node["checks"] if c["check"] == "allocatable")
         assert f"nvidia.com/gpu={gpu_nodes[name]['gpus']}" in allocatable["evidence"][0]
+
+
+def _log_tasks(text):
+    """[(task name, [result lines])] of a default-callback job log."""
+    tasks, current = [], None
+    for line in text.splitlines():
+        match = re.match(r"^TASK \[(.*)\] \**$", line)
+        if match:
+            current = (match.group(1), [])
+            tasks.append(current)
+        elif line.startswith("PLAY "):
+            current = None
+        elif current is not None and line.strip():
+            current[1].append(line)
+    return tasks
+
+
+def _role_task_names(*patterns):
+    """'gpuops.nvidia.<role> : <task name>' of the tasks in the role files matching patterns."""
+    names = set()
+    for pattern in patterns:
+        for path in glob.glob(os.path.join(REPO, "roles", pattern)):
+            role = os.path.relpath(path, os.path.join(REPO, "roles")).split(os.sep)[0]
+            with open(path, encoding="utf-8") as handle:
+                names |= {"gpuops.nvidia.%s : %s" % (role, m.strip().strip("'\""))
+                          for m in re.findall(r"^\s*- name: (.*)$", handle.read(), re.M)}
+    return names
+
+
+def test_the_site_runs_job_log_reads_as_a_per_node_story(lab_only, gpu_nodes):
+    """What `make lab`'s site run printed, read as an on-call engineer reads an AWX job log: each
+    node's GPU report (verdict, a line per GPU), no step of a path the run does not take, pre-flight
+    shown once per node, and a fleet summary at the end."""
+    with open(MAKE_LAB_LOG, encoding="utf-8") as handle:
+        text = handle.read()
+    tasks = _log_tasks(text)
+    names = [name.split(" : ")[-1] for name, _ in tasks]
+    # the report: verdict first, then a header and one line per GPU, within 100 columns
+    reports = [out for name, out in tasks if name.endswith("Show the GPU report")]
+    assert len(reports) == 1
+    body = "\n".join(reports[0])
+    for node, facts in gpu_nodes.items():
+        assert f"ok: [{node}]" in body
+    assert body.count("- 'verdict: healthy'") == 2
+    assert len(re.findall(r"^\s+- ok\s+\d\s+(H100 80GB HBM3|L40S)\s+GPU-[0-9a-f]{8} ", body, re.M)) == 12
+    # the removal paths and the MIG role (no node asks for a layout) are one skipped step each
+    absent = (_role_task_names("*/tasks/absent*.yml") - _role_task_names("*/tasks/[!a]*.yml", "*/tasks/a[!b]*.yml")
+              | _role_task_names("mig/tasks/*.yml"))
+    shown = {name for name, _ in tasks if name in absent}
+    assert not shown, shown
+    mig = [out for name, out in tasks if name == "Partition the GPUs of the nodes that ask for a MIG layout"]
+    assert mig and all(line.startswith("skipping: ") for out in mig for line in out)  # one per batch
+    # pre-flight's plan and findings once per node (its own stage), with severity and fix
+    shown = [out for name, out in tasks if name.endswith("Show the pre-flight findings and what the run will do")
+             and any(line.startswith("ok: ") for line in out)]
+    assert len(shown) == 1 and sum(line.startswith("ok: ") for line in shown[0]) == 2
+    assert any("[warning] " in line for line in shown[0]) and any("fix: " in line for line in shown[0])
+    # the fleet summary ends the run: a line per node, healthy, with its driver and toolkit
+    assert names[-2:] == ["Summarise the run, one line per node", "Hand the summary to AWX workflows (set_stats gpuops_fleet)"]
+    summary = "\n".join(tasks[-2][1])
+    for node, facts in gpu_nodes.items():
+        assert re.search(rf"- '?{node}\s+healthy\s+driver {re.escape(facts['driver'])} \(ready\)\s+toolkit 1\.18\.0 "
+                         rf"containerd", summary), summary
+    assert re.search(r"2 node\(s\): 2 healthy; \d changed", summary), summary
 
 
 def test_a_second_run_of_the_kubernetes_stages_changes_nothing(lab_only):
