@@ -44,7 +44,7 @@ def record(name: str, facts: dict, failed: bool = False) -> dict:
 
 
 def line(item: dict, node_width: int = 0) -> str:
-    """'node-a  degraded  driver 580.95.05 (ready)  toolkit 1.18.0 containerd  changes: ...', as one
+    """'node-a  degraded  driver 580.95.05 (ready)  toolkit 1.18.0 containerd | changed ...', as one
     string (lines() wraps it)."""
     status = "FAILED" if item["failed"] else (item["verdict"] or "not reported")
     parts = [item["node"].ljust(node_width), status.ljust(12)]
@@ -52,8 +52,8 @@ def line(item: dict, node_width: int = 0) -> str:
     parts.append("driver %s%s" % (driver, " (%s)" % item["driver_state"] if item["driver_state"] else ""))
     if item["toolkit"] or item["runtime"]:
         parts.append("toolkit %s%s" % (item["toolkit"] or "?", " %s" % item["runtime"] if item["runtime"] else ""))
-    parts.append("changes: %s" % (", ".join(item["changes"]) if item["changes"] else "none"))
-    return "  ".join(parts)
+    # (no ': ' in the line, so YAML-formatted job logs print it unquoted and unfolded)
+    return "  ".join(parts) + (" | changed %s" % ", ".join(item["changes"]) if item["changes"] else " | no changes")
 
 
 def _events(items: list) -> list:

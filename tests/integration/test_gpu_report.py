@@ -197,7 +197,7 @@ def test_site_playbook_report_stage(lab, tmp_path):
     assert json.loads((tmp_path / "rec.json").read_text())["gpu_count"] == 4
     # the run ends with the fleet summary, and hands it to AWX
     summary = _task(out, "Summarise the run, one line per node")["msg"]
-    assert summary[0].split() == ["localhost", "healthy", "driver", "580.95.05", "(loaded)", "changes:", "none"]
+    assert summary[0].split() == ["localhost", "healthy", "driver", "580.95.05", "(loaded)", "|", "no", "changes"]
     assert summary[-1] == "1 node(s): 1 healthy; 0 changed"
     stats = _task(out, "Hand the summary to AWX workflows (set_stats gpuops_fleet)")["ansible_stats"]
     assert stats["data"]["gpuops_fleet"]["localhost"]["verdict"] == "healthy" and stats["aggregate"] is True

@@ -24,7 +24,7 @@ def test_a_record_per_node_from_its_facts():
 def test_a_node_that_ran_only_some_stages():
     item = fleet.record("gpu-b", {"gpuops_nvidia": {"driver": {"version": "580.95.05", "loaded": True}}})
     assert (item["verdict"], item["driver"], item["driver_state"], item["toolkit"]) == (None, "580.95.05", "loaded", None)
-    assert fleet.line(item).split() == ["gpu-b", "not", "reported", "driver", "580.95.05", "(loaded)", "changes:", "none"]
+    assert fleet.line(item).split() == ["gpu-b", "not", "reported", "driver", "580.95.05", "(loaded)", "|", "no", "changes"]
 
 
 def test_lines_put_failed_and_worst_first_and_name_the_action():
@@ -44,9 +44,9 @@ def test_lines_put_failed_and_worst_first_and_name_the_action():
             joined.append(text)
     assert all(len(text) <= 100 for text in out)
     assert [text.split()[0] for text in joined[:4]] == ["gpu-c", "gpu-b", "gpu-d", "gpu-a"]
-    assert joined[0].split()[1] == "FAILED" and joined[0].endswith("changes: toolkit configured")
+    assert joined[0].split()[1] == "FAILED" and joined[0].endswith("| changed toolkit configured")
     assert joined[3].split()[1:] == ["healthy", "driver", "570.172.08", "(ready)", "toolkit", "1.18.0", "containerd",
-                                     "changes:", "none"]
+                                     "|", "no", "changes"]
     assert joined[4:6] == ["gpu-b: RMA GPU 7 (serial 1652223008586, lost)",
                            "gpu-d: attention: check GPU 3 (PCIe link degraded)"]
     assert out[-1] == "4 node(s): 1 attention, 1 failed, 1 healthy, 1 rma; 1 changed"
@@ -65,7 +65,7 @@ def test_long_lines_wrap_within_100_columns():
     out = fleet.lines([fleet.record("gpuops-lab-h100", facts(changes=changes))])
     assert all(len(line) <= 100 for line in out)
     assert out[0].startswith("gpuops-lab-h100") and out[1].startswith("      ")
-    assert " ".join(line.strip() for line in out[:-1]).endswith("changes: " + ", ".join(changes))
+    assert " ".join(line.strip() for line in out[:-1]).endswith("| changed " + ", ".join(changes))
 
 
 def test_the_reports_own_verdict_wins_over_a_later_gpu_info():
