@@ -190,6 +190,6 @@ def lines(info: dict, node_verdict: dict, events: list | None = None, known: dic
         out += wrap(event["message"], indent="    ", first="change: ")
     counts = fnd.counts(info.get("health") or [])
     if info.get("health"):
-        out.append("findings: %d error(s), %d warning(s), %d info" % (counts["error"], counts["warning"], counts["info"]))
+        out.append("findings: %s error(s), %s warning(s), %s info" % (counts["error"], counts["warning"], counts["info"]))
         out += finding_lines(info["health"])
     return out

@@ -133,7 +133,7 @@ gpus:
   description:
     - One entry per GPU in NVML index order, with identity (name, uuid, serial, pci), architecture,
       compute capability, memory (MiB), persistence mode, power (W), temperature (C) and the
-      GPU's temperature limits (C(temperature_limits_c): shutdown, slowdown, gpu_max,
+      GPU's temperature limits (C(temperature_limits_c) - shutdown, slowdown, gpu_max,
       memory_max; null where the GPU does not report one), clocks,
       utilization, PCIe link (gen/width current and max), ECC counters, remapped rows, clock
       event reasons, NVLink links, NUMA node, CPU affinity, MIG mode and instances, and XIDs.

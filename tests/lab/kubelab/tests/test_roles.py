@@ -107,7 +107,7 @@ def test_the_site_runs_job_log_reads_as_a_per_node_story(lab_only, gpu_nodes):
     with open(MAKE_LAB_LOG, encoding="utf-8") as handle:
         text = handle.read()
     tasks = _log_tasks(text)
-    names = [name.split(" : ")[-1] for name, _ in tasks]
+    names = [name.split(" : ")[-1] for name, _out in tasks]
     # the report: verdict first, then a header and one line per GPU, within 100 columns
     reports = [out for name, out in tasks if name.endswith("Show the GPU report")]
     assert len(reports) == 1
@@ -119,7 +119,7 @@ def test_the_site_runs_job_log_reads_as_a_per_node_story(lab_only, gpu_nodes):
     # the removal paths and the MIG role (no node asks for a layout) are one skipped step each
     absent = (_role_task_names("*/tasks/absent*.yml") - _role_task_names("*/tasks/[!a]*.yml", "*/tasks/a[!b]*.yml")
               | _role_task_names("mig/tasks/*.yml"))
-    shown = {name for name, _ in tasks if name in absent}
+    shown = {name for name, _out in tasks if name in absent}
     assert not shown, shown
     mig = [out for name, out in tasks if name == "Partition the GPUs of the nodes that ask for a MIG layout"]
     assert mig and all(line.startswith("skipping: ") for out in mig for line in out)  # one per batch

@@ -4,6 +4,7 @@
 wrapper over module_utils, and a mistake inside becomes an AnsibleFilterError that names the filter."""
 from __future__ import annotations
 
+import importlib
 import os
 import re
 
@@ -25,8 +26,18 @@ FILTER_NAMES = {
     "mig_cluster_state", "mig_cluster_leftovers", "mig_operand_pods", "mig_strategy_errors",
     "dcgm_metrics", "dcgm_metrics_errors", "dcgm_metrics_csv", "dcgm_metric_names",
 }
-# filters of the collection's other filter plugins
-OTHER_PLUGINS = {"finding_lines"}
+
+def _other_plugins():
+    """The filters of the collection's other filter plugins (findings, fleet ...)."""
+    names = set()
+    for name in sorted(os.listdir(os.path.join(COLLECTION, "plugins", "filter"))):
+        if name.endswith(".py") and name not in ("__init__.py", "kubernetes.py"):
+            module = importlib.import_module("ansible_collections.gpuops.nvidia.plugins.filter." + name[:-3])
+            names |= set(module.FilterModule().filters())
+    return names
+
+
+OTHER_PLUGINS = _other_plugins()
 
 
 @pytest.fixture(scope="module")

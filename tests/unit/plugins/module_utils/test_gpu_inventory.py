@@ -29,8 +29,8 @@ def lost(index, bus_id=None):
             "xids": []}
 
 
-def snapshot(*gpus, driver=DRIVER):
-    return {"driver": driver, "gpu_count": len(gpus), "gpus": list(gpus)}
+def snapshot(*gpus, driver=None):
+    return {"driver": DRIVER if driver is None else driver, "gpu_count": len(gpus), "gpus": list(gpus)}
 
 
 def test_first_record_keeps_identity_only_and_no_events():
@@ -44,13 +44,13 @@ def test_first_record_keeps_identity_only_and_no_events():
 
 
 def test_same_hardware_changes_nothing_even_when_readings_move():
-    record, _ = inv.merge(None, snapshot(gpu(0), gpu(1)), host="n", now=T1)
+    record, _events = inv.merge(None, snapshot(gpu(0), gpu(1)), host="n", now=T1)
     again, events = inv.merge(copy.deepcopy(record), snapshot(gpu(0, temperature_c=80), gpu(1)), host="n", now=T2)
     assert events == [] and again == record and again["updated"] == T1
 
 
 def test_a_lost_gpu_keeps_its_serial_and_uuid_with_when_it_was_last_seen():
-    record, _ = inv.merge(None, snapshot(gpu(0), gpu(7)), host="n", now=T1)
+    record, _events = inv.merge(None, snapshot(gpu(0), gpu(7)), host="n", now=T1)
     after, events = inv.merge(record, snapshot(gpu(0), lost(7)), host="n", now=T2, boot_id="boot-1")
     entry = after["gpus"][1]
     assert entry["state"] == "lost" and entry["serial"] == "1652223000007"
@@ -68,14 +68,14 @@ def test_a_lost_gpu_keeps_its_serial_and_uuid_with_when_it_was_last_seen():
 
 
 def test_a_gpu_gone_from_nvml_is_kept_as_missing():
-    record, _ = inv.merge(None, snapshot(gpu(0), gpu(1)), host="n", now=T1)
+    record, _events = inv.merge(None, snapshot(gpu(0), gpu(1)), host="n", now=T1)
     after, events = inv.merge(record, snapshot(gpu(0)), host="n", now=T2)
     assert after["gpus"][1]["state"] == "missing" and after["gpus"][1]["serial"] == "1652223000001"
     assert events[0]["event"] == "gpu_lost" and "no longer lists it" in events[0]["message"]
 
 
 def test_a_swapped_gpu_same_slot_new_serial():
-    record, _ = inv.merge(None, snapshot(gpu(0), gpu(1)), host="n", now=T1)
+    record, _events = inv.merge(None, snapshot(gpu(0), gpu(1)), host="n", now=T1)
     after, events = inv.merge(record, snapshot(gpu(0), gpu(1, serial="1652223099999", uuid="GPU-new")),
                               host="n", now=T2)
     assert [e["event"] for e in events] == ["gpu_swapped"]
@@ -84,8 +84,8 @@ def test_a_swapped_gpu_same_slot_new_serial():
 
 
 def test_a_lost_gpu_replaced_is_a_swap_and_one_that_comes_back_returns():
-    record, _ = inv.merge(None, snapshot(gpu(0), gpu(1)), host="n", now=T1)
-    gone, _ = inv.merge(record, snapshot(gpu(0), lost(1)), host="n", now=T2)
+    record, _events = inv.merge(None, snapshot(gpu(0), gpu(1)), host="n", now=T1)
+    gone, _events = inv.merge(record, snapshot(gpu(0), lost(1)), host="n", now=T2)
     back, events = inv.merge(copy.deepcopy(gone), snapshot(gpu(0), gpu(1)), host="n", now=T3)
     assert [e["event"] for e in events] == ["gpu_returned"] and back["gpus"][1]["state"] == "present"
     assert back["gpus"][1]["first_seen"] == T1
@@ -94,22 +94,22 @@ def test_a_lost_gpu_replaced_is_a_swap_and_one_that_comes_back_returns():
 
 
 def test_a_new_slot_is_an_added_gpu():
-    record, _ = inv.merge(None, snapshot(gpu(0)), host="n", now=T1)
+    record, _events = inv.merge(None, snapshot(gpu(0)), host="n", now=T1)
     _after, events = inv.merge(record, snapshot(gpu(0), gpu(1)), host="n", now=T2)
     assert [e["event"] for e in events] == ["gpu_added"]
 
 
 def test_a_lost_gpu_with_its_bus_id_matches_by_slot_not_index():
-    record, _ = inv.merge(None, snapshot(gpu(0), gpu(1)), host="n", now=T1)
+    record, _events = inv.merge(None, snapshot(gpu(0), gpu(1)), host="n", now=T1)
     # NVML renumbers: the lost GPU (slot of GPU 1) is now listed first
-    after, events = inv.merge(record, snapshot(lost(0, "00000000:19:00.0"), gpu(1, pci={"bus_id": "00000000:18:00.0"},
-                                                                                 serial="1652223000000")),
-                              host="n", now=T2)
+    renumbered = snapshot(lost(0, "00000000:19:00.0"),
+                          gpu(1, pci={"bus_id": "00000000:18:00.0"}, serial="1652223000000"))
+    _after, events = inv.merge(record, renumbered, host="n", now=T2)
     assert [e["event"] for e in events] == ["gpu_lost"] and events[0]["serial"] == "1652223000001"
 
 
 def test_without_a_driver_the_record_keeps_the_gpus_it_knows():
-    record, _ = inv.merge(None, snapshot(gpu(0)), host="n", now=T1)
+    record, _events = inv.merge(None, snapshot(gpu(0)), host="n", now=T1)
     after, events = inv.merge(record, snapshot(driver={"loaded": False, "reason": "driver_not_loaded"}),
                               host="n", now=T2)
     assert events == [] and after["gpus"] == record["gpus"] and after["driver"]["loaded"] is False
@@ -130,7 +130,7 @@ def test_a_foreign_file_is_refused(record):
 
 
 def test_events_are_bounded():
-    record, _ = inv.merge(None, snapshot(gpu(0)), host="n", now=T1)
+    record, _events = inv.merge(None, snapshot(gpu(0)), host="n", now=T1)
     record["events"] = [{"event": "gpu_added", "n": n} for n in range(inv.MAX_EVENTS)]
-    after, _ = inv.merge(record, snapshot(lost(0, "00000000:18:00.0")), host="n", now=T2)
+    after, _events = inv.merge(record, snapshot(lost(0, "00000000:18:00.0")), host="n", now=T2)
     assert len(after["events"]) == inv.MAX_EVENTS and after["events"][-1]["event"] == "gpu_lost"

@@ -32,12 +32,13 @@ def gpu(**changes):
     return item
 
 
-def info_of(*gpus, driver=DRIVER):
+def info_of(*gpus, driver=None):
+    driver = DRIVER if driver is None else driver
     found = health.node_findings(driver, list(gpus))
     return {"driver": driver, "gpus": list(gpus), "health": found}
 
 
-def render(*gpus, known=None, events=None, driver=DRIVER):
+def render(*gpus, known=None, events=None, driver=None):
     info = info_of(*gpus, driver=driver)
     return report.lines(info, health.verdict(info["health"], known), events, known)
 
