@@ -27,6 +27,7 @@ FILTER_NAMES = {
     "dcgm_metrics", "dcgm_metrics_errors", "dcgm_metrics_csv", "dcgm_metric_names",
 }
 
+
 def _other_plugins():
     """The filters of the collection's other filter plugins (findings, fleet ...)."""
     names = set()
