@@ -190,3 +190,34 @@ def parse_installed(output: str) -> set:
         if len(parts) >= 2 and parts[0][:2] in ("ii", "hi"):
             names.add(parts[-1].split(":")[0])
     return names
+
+
+def parse_versions(output: str) -> dict:
+    """{package: version} of the installed packages in `dpkg-query -W -f='${db:Status-Abbrev}
+    ${Package} ${Version}\\n'` output."""
+    versions = {}
+    for line in (output or "").splitlines():
+        parts = line.split()
+        if len(parts) >= 3 and parts[0][:2] in ("ii", "hi"):
+            versions[parts[1].split(":")[0]] = parts[2]
+    return versions
+
+
+def parse_install_simulation(output: str) -> list:
+    """[(package, version)] an `apt-get -s install` would install, upgrade or downgrade ('Inst NAME
+    [OLD] (NEW SOURCE [ARCH])' lines), in apt's order."""
+    found = []
+    for line in (output or "").splitlines():
+        match = re.match(r"^Inst\s+(\S+)(?:\s+\[[^\]]*\])?\s+\((\S+)", line)
+        if match:
+            found.append((match.group(1).split(":")[0], match.group(2)))
+    return found
+
+
+def install_record(previous: dict | None, owner: str, names: list, added: list) -> dict:
+    """The record of what a role's installations need and added (what its removal takes back):
+    the earlier record's lists grown by this installation's."""
+    previous = previous or {}
+    return {"owner": owner,
+            "requires": sorted(set(previous.get("requires") or []) | set(names)),
+            "added": sorted(set(previous.get("added") or []) | set(added))}

@@ -109,31 +109,11 @@ problems:
       reason: its Release file is signed with key A4B469963BF863CC, which the source's keyring does not hold
 """
 
-import fnmatch
 import os
-import time
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpuops.nvidia.plugins.module_utils import apt, commands
-
-LISTS = "/var/lib/apt/lists"
-
-
-def _lists_state():
-    state = {}
-    if os.path.isdir(LISTS):
-        for name in os.listdir(LISTS):
-            path = os.path.join(LISTS, name)
-            if os.path.isfile(path):
-                stat = os.stat(path)
-                state[name] = (stat.st_size, stat.st_mtime_ns)
-    return state
-
-
-def _lists_age(state):
-    releases = [mtime for name, (_size, mtime) in state.items() if name.endswith(("_InRelease", "_Release"))]
-    return None if not releases else time.time() - max(releases) / 1e9
+from ansible_collections.gpuops.nvidia.plugins.module_utils import apt_ops
 
 
 def main():
@@ -148,41 +128,20 @@ def main():
         ),
         supports_check_mode=True,
     )
-    sources = module.params["sources"]
-    for path in sources:
+    params = module.params
+    for path in params["sources"]:
         if not os.path.isfile(path):
             module.fail_json(msg="apt source %s does not exist; add the source before refreshing it" % path)
-    before = _lists_state()
-    age = _lists_age(before)
-    if not sources and module.params["cache_valid_time"] and age is not None and age < module.params["cache_valid_time"]:
+    if not params["sources"] and not apt_ops.needs_refresh(params["cache_valid_time"]):
         module.exit_json(changed=False, refreshed=False, problems=[])
     if module.check_mode:
         module.exit_json(changed=True, refreshed=False, problems=[])
-
-    runs = [(path, ["-o", "Dir::Etc::sourcelist=%s" % path, "-o", "Dir::Etc::sourceparts=-",
-                    "-o", "APT::Get::List-Cleanup=0"]) for path in sources] or [(None, [])]
-    known = apt.read_sources("/", commands.output(module, ["dpkg", "--print-architecture"]).strip() or None)
-    problems, tolerated = [], []
-    environ = {key: str(value) for key, value in module.params["environment"].items()}
-    for path, options in runs:
-        rc, out, err = commands.run(module, ["apt-get", "update", "-q"] + options, env=environ)
-        found = apt.update_problems(out + "\n" + err, known, default_source=path)
-        for item in found:
-            (tolerated if path is None and _tolerated(item["source"], module.params) else problems).append(item)
-        if rc != 0 and not found:
-            last = (err.strip() or out.strip() or "apt-get update failed (exit %d)" % rc).splitlines()[-1]
-            problems.append(apt.problem(path, None, "other", last, "run apt-get update on the node to see apt's own message"))
-    changed = _lists_state() != before
-    if problems:
-        module.fail_json(msg=apt.describe(problems, module.params["hints"]), problems=problems, changed=changed)
-    for item in tolerated:
-        module.warn("apt could not refresh %s; fix: %s" % (item["message"], item["fix"]))
-    module.exit_json(changed=changed, refreshed=True, problems=tolerated)
-
-
-def _tolerated(source, params):
-    return bool(source) and source not in params["strict"] and any(
-        fnmatch.fnmatch(source, pattern) for pattern in params["tolerate"])
+    try:
+        result = apt_ops.refresh(module, sources=params["sources"], tolerate=params["tolerate"], strict=params["strict"],
+                                 hints=params["hints"], environment=params["environment"])
+    except apt_ops.AptError as exc:
+        module.fail_json(msg=str(exc), problems=exc.problems, changed=exc.changed)
+    module.exit_json(changed=result["changed"], refreshed=True, problems=result["problems"])
 
 
 if __name__ == "__main__":

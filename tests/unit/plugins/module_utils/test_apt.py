@@ -119,3 +119,30 @@ def test_arch_in_a_source_uri_and_a_single_source_refresh(tmp_path):
     problems = apt.update_problems("Err:1 http://elsewhere.example/x InRelease\n  404  Not Found [IP: 1.2.3.4 80]\n",
                                    {}, default_source="/etc/apt/sources.list.d/x.sources")
     assert [(p["source"], p["kind"]) for p in problems] == [("/etc/apt/sources.list.d/x.sources", "not_found")]
+
+
+def test_parse_versions_of_installed_and_held_packages():
+    out = ("ii  nvidia-open 570.172.08-1\nhi  nvidia-fabricmanager-570 570.172.08-1\n"
+           "rc  old-package 1.0\nii  libc6:amd64 2.36-9+deb12u14\n")
+    assert apt.parse_versions(out) == {"nvidia-open": "570.172.08-1", "nvidia-fabricmanager-570": "570.172.08-1",
+                                       "libc6": "2.36-9+deb12u14"}
+
+
+def test_parse_install_simulation_new_upgraded_and_downgraded():
+    out = """NOTE: This is only a simulation!
+Inst nvidia-kernel-open-dkms (580.95.05-1 gpuops-cuda [amd64])
+Inst nvidia-open [570.172.08-1] (580.95.05-1 gpuops-cuda [amd64])
+Inst libfoo:amd64 [2.0] (1.9 stable [amd64])
+Conf nvidia-open (580.95.05-1 gpuops-cuda [amd64])
+"""
+    assert apt.parse_install_simulation(out) == [("nvidia-kernel-open-dkms", "580.95.05-1"),
+                                                 ("nvidia-open", "580.95.05-1"), ("libfoo", "1.9")]
+    assert apt.parse_install_simulation("0 upgraded, 0 newly installed") == []
+
+
+def test_install_record_grows_and_keeps_what_earlier_runs_added():
+    first = apt.install_record(None, "driver", ["nvidia-open"], ["nvidia-open", "dkms"])
+    assert first == {"owner": "driver", "requires": ["nvidia-open"], "added": ["dkms", "nvidia-open"]}
+    again = apt.install_record(first, "driver", ["nvidia-open", "nvidia-persistenced"], [])
+    assert again == {"owner": "driver", "requires": ["nvidia-open", "nvidia-persistenced"],
+                     "added": ["dkms", "nvidia-open"]}

@@ -1,0 +1,171 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpuops.nvidia contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Rolling driver upgrades as NVIDIA's GPU Operator runs them (its upgrade state machine and
+node labels, REFERENCE.md section 7), planned in waves: a canary first, then the rest, never more
+nodes out of service than ``max_unavailable`` (nodes already unavailable for other reasons
+included) nor more upgrading at once than ``max_parallel``. Pure functions: the nodes (name,
+labels, whether Ready and schedulable, the driver they run) in, the plan out.
+
+The per-node label ``nvidia.com/gpu-driver-upgrade-state`` goes through STATES; a node labelled
+``nvidia.com/gpu-driver-upgrade.skip=true`` is left alone; pods labelled
+``nvidia.com/gpu-driver-upgrade-drain.skip=true`` are never drained. A node found in an
+intermediate state is an upgrade a previous run did not finish: it is resumed first."""
+
+from __future__ import annotations
+
+__metaclass__ = type
+
+import math
+
+STATE_LABEL = "nvidia.com/gpu-driver-upgrade-state"
+SKIP_LABEL = "nvidia.com/gpu-driver-upgrade.skip"
+DRAIN_SKIP_LABEL = "nvidia.com/gpu-driver-upgrade-drain.skip"
+# the GPU Operator's states, in the order a node goes through them
+STATES = ("upgrade-required", "cordon-required", "wait-for-jobs-required", "pod-deletion-required",
+          "drain-required", "pod-restart-required", "validation-required", "uncordon-required",
+          "upgrade-done")
+FAILED = "upgrade-failed"
+IN_PROGRESS = STATES[1:-1]
+
+
+class PlanError(ValueError):
+    """An input the plan cannot take (says which and how to fix it)."""
+
+
+def scaled(value, total: int, name: str = "max_unavailable") -> int:
+    """A count or a percentage of total, rounded up as the operator rounds maxUnavailable
+    (intstr.GetScaledValueFromIntOrPercent with roundUp)."""
+    text = str(value).strip()
+    try:
+        if text.endswith("%"):
+            percent = float(text[:-1])
+            if percent < 0:
+                raise ValueError
+            return int(math.ceil(total * percent / 100.0))
+        count = int(text)
+        if count < 0:
+            raise ValueError
+        return count
+    except ValueError:
+        raise PlanError("%s must be a count (2) or a percentage of the GPU nodes (25%%), got %r" % (name, value))
+
+
+def node_view(node: dict, target: str | None) -> dict:
+    """What the plan needs of one node: {name, state, skip, available, at_target}.
+
+    node: {name, labels, ready, unschedulable, driver} (driver: the version it runs, if known)."""
+    labels = node.get("labels") or {}
+    state = labels.get(STATE_LABEL) or ""
+    return {
+        "name": node["name"],
+        "state": state,
+        "skip": labels.get(SKIP_LABEL) == "true",
+        "available": bool(node.get("ready", True)) and not node.get("unschedulable"),
+        "at_target": bool(target) and node.get("driver") == target,
+    }
+
+
+def _canary(pending: list, canary) -> list:
+    if isinstance(canary, int) or (isinstance(canary, str) and canary.isdigit()):
+        return sorted(pending)[:int(canary)]
+    names = list(canary or [])
+    return [name for name in sorted(pending) if name in names]
+
+
+def plan(nodes: list, target: str | None, max_unavailable="25%", max_parallel: int = 1, canary=1,
+         retry_failed: bool = False) -> dict:
+    """The waves of an upgrade to driver ``target``.
+
+    canary: a count (the first nodes by name) or the names of the canary group; its waves come
+    first and the run holds after them until they are validated. Returns {slots, max_unavailable,
+    resume, canary, waves (after the canary), skipped, done, failed, unavailable, problems}, every
+    list of node names sorted; problems stop the run before any node changes."""
+    views = [node_view(node, target) for node in nodes]
+    total = len(views)
+    limit = scaled(max_unavailable, total)
+    parallel = int(max_parallel)
+    if parallel < 0:
+        raise PlanError("max_parallel must be 0 (no limit) or a positive count, got %r" % max_parallel)
+    if limit < 1:
+        raise PlanError("max_unavailable %r of %d GPU node(s) is 0 nodes: no node could ever be upgraded; "
+                        "allow at least one (1, or a percentage that is at least one node)" % (max_unavailable, total))
+    skipped = sorted(v["name"] for v in views if v["skip"])
+    considered = [v for v in views if not v["skip"]]
+    done = sorted(v["name"] for v in considered if v["at_target"] and v["state"] in ("", STATES[-1]))
+    failed = sorted(v["name"] for v in considered if v["state"] == FAILED)
+    resume = sorted(v["name"] for v in considered if v["state"] in IN_PROGRESS)
+    pending = sorted(v["name"] for v in considered
+                     if v["name"] not in done and v["name"] not in resume and (v["state"] != FAILED or retry_failed))
+    # nodes out of service for another reason (NotReady, cordoned by someone) count against
+    # max_unavailable, as the operator counts them; those among them that need the upgrade take it
+    # in the first wave after the canary without taking a slot (an admin's cordon stays)
+    unavailable = sorted(v["name"] for v in views if not v["available"] and v["name"] not in resume)
+    free = [name for name in pending if name in unavailable]
+    slots = limit - len(unavailable) - len(resume)
+    if parallel:
+        slots = min(slots, parallel)
+    problems = []
+    if failed and not retry_failed:
+        problems.append("node(s) %s are in %s from an earlier run: look at why (the label stays until a run "
+                        "succeeds), then run again with upgrade_retry_failed: true" % (", ".join(failed), FAILED))
+    if slots < 1 and [name for name in pending if name not in free]:
+        problems.append("no node can be taken out of service: %d GPU node(s) are unavailable already (%s) and "
+                        "max_unavailable allows %d; bring them back or raise max_unavailable"
+                        % (len(unavailable) + len(resume), ", ".join(unavailable + resume), limit))
+    canaries = _canary([name for name in pending if name not in free], canary)
+    rest = [name for name in pending if name not in canaries and name not in free]
+    size = max(slots, 1)
+    waves = [rest[i:i + size] for i in range(0, len(rest), size)]
+    if free:
+        waves = [free + waves[0]] + waves[1:] if waves else [free]
+    return {
+        "target": target,
+        "total": total,
+        "max_unavailable": limit,
+        "slots": slots,
+        "resume": resume,
+        "canary": [canaries[i:i + size] for i in range(0, len(canaries), size)],
+        "waves": waves,
+        "skipped": skipped,
+        "done": done,
+        "failed": failed,
+        "unavailable": unavailable,
+        "problems": problems,
+    }
+
+
+def steps(policy: dict) -> list:
+    """What each node goes through, as the operator's states name it, for check mode's listing.
+
+    policy: {wait_for_jobs (pod selector or ''), drain (bool), reboot (bool)}."""
+    out = [("cordon-required", "cordon the node")]
+    if policy.get("wait_for_jobs"):
+        out.append(("wait-for-jobs-required", "wait for the pods matching %s to finish (%ss at most)"
+                    % (policy["wait_for_jobs"], policy.get("wait_timeout", 0))))
+    out.append(("pod-deletion-required", "delete the pods that use GPUs (not those labelled %s=true)" % DRAIN_SKIP_LABEL))
+    if policy.get("drain"):
+        out.append(("drain-required", "drain the node, PodDisruptionBudgets respected (retried while they "
+                                      "refuse), pods labelled %s=true kept" % DRAIN_SKIP_LABEL))
+    out.append(("pod-restart-required", "upgrade the driver, then %s" % (
+        "reboot the node" if policy.get("reboot") else "reload its kernel modules")))
+    out.append(("validation-required", "validate the node (driver, toolkit, a CUDA workload, allocatable GPUs)"))
+    out.append(("uncordon-required", "uncordon the node"))
+    out.append((STATES[-1], "done"))
+    return out
+
+
+def simulate(plan_result: dict, minutes_per_node: float = 1.0, canary_hold: float = 0.0) -> dict:
+    """Run the plan on a clock, every node of a wave out of service for minutes_per_node and the
+    waves one after another (the canary held canary_hold minutes after its waves). Returns the
+    waves, the most nodes unavailable at any moment (those unavailable for other reasons included),
+    the GPU-node-minutes the upgrade took out of service, the least it could (each node it took out
+    once), and the wall time."""
+    base = set(plan_result["unavailable"])
+    waves = ([plan_result["resume"]] if plan_result["resume"] else []) + plan_result["canary"] + plan_result["waves"]
+    peak = max([len(base | set(wave)) for wave in waves] or [len(base)])
+    taken = [name for wave in waves for name in wave if name not in base]
+    wall = len(waves) * minutes_per_node + (canary_hold if plan_result["canary"] else 0)
+    return {"waves": len(waves), "peak_unavailable": peak, "nodes": sum(len(wave) for wave in waves),
+            "node_minutes": len(taken) * minutes_per_node, "least_node_minutes": len(taken) * minutes_per_node,
+            "wall_minutes": wall}

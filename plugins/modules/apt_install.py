@@ -1,0 +1,239 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpuops.nvidia contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: apt_install
+short_description: Install a role's packages, record what the installation added, and hold them - in one step
+version_added: 0.2.0
+description:
+  - One task for what a stage does with packages - refresh the package lists when they are older
+    than O(cache_valid_time) (naming a failing source, apt's reason and the fix), install
+    O(names) (missing ones, or every one to its candidate version with O(latest)), record in
+    O(record_dir)/<owner>.json what the role needs and every package its installations added
+    (dependencies included, so that M(gpuops.nvidia.apt_remove) takes back exactly that), and
+    hold or release O(hold).
+  - Check mode simulates the installation with C(apt-get -s) against the lists as they are and
+    reports the packages that would change; diff mode shows them with their versions.
+  - Recommends are never installed; held packages may be changed (the role that holds them is
+    the one changing them), with a downgrade only when O(allow_downgrade) says so.
+author:
+  - gpuops.nvidia maintainers (@gpuops)
+options:
+  names:
+    description: The packages to install (apt names, C(name=version) pins allowed).
+    type: list
+    elements: str
+    required: true
+  owner:
+    description: The role the installation is for (names its record).
+    type: str
+    required: true
+  record_dir:
+    description: Where the records of the roles' installations are kept.
+    type: path
+    default: /var/lib/gpuops/packages
+  latest:
+    description: Bring every package of O(names) to its candidate version (an upgrade, or a
+      downgrade with O(allow_downgrade)); otherwise only missing packages are installed.
+    type: bool
+    default: false
+  allow_downgrade:
+    description: Let apt install a candidate older than the installed version (an exact version pin).
+    type: bool
+    default: false
+  hold:
+    description: Packages to hold (or release with O(hold_state=false)) once installed.
+    type: list
+    elements: str
+    default: []
+  hold_state:
+    description: C(true) holds O(hold); C(false) releases them.
+    type: bool
+    default: true
+  cache_valid_time:
+    description: Refresh the package lists when the newest is older than this many seconds; C(0)
+      refreshes every time. Never in check mode.
+    type: int
+    default: 3600
+  tolerate:
+    description: Source files (glob patterns) whose refresh failure is only a warning (another
+      stage's repository, whose key that stage brings up to date).
+    type: list
+    elements: str
+    default: []
+  strict:
+    description: Source files whose refresh must succeed even when O(tolerate) matches them.
+    type: list
+    elements: path
+    default: []
+  hints:
+    description: Fixes in the caller's words per problem kind (C(key), C(not_found), C(proxy)),
+      added to refresh failures.
+    type: dict
+    default: {}
+  environment:
+    description: Environment for apt (C(http_proxy), C(https_proxy)).
+    type: dict
+    default: {}
+attributes:
+  check_mode:
+    support: full
+    description: Simulates the installation (C(apt-get -s)) and reports what would change.
+  diff_mode:
+    support: full
+    description: The packages that change, with their versions before and after.
+  idempotent:
+    support: full
+    description: Installed packages, their record and holds as asked change nothing.
+seealso:
+  - module: gpuops.nvidia.apt_refresh
+  - module: gpuops.nvidia.apt_remove
+"""
+
+EXAMPLES = r"""
+- name: Install the driver, record it and hold it
+  gpuops.nvidia.apt_install:
+    names: [nvidia-open, nvidia-fabricmanager-580]
+    owner: driver
+    hold: [nvidia-open, nvidia-fabricmanager-580]
+    environment:
+      https_proxy: http://proxy.example:3128
+"""
+
+RETURN = r"""
+changed_packages:
+  description: The packages the installation installed or changed (would, in check mode), with versions.
+  returned: always
+  type: list
+  elements: dict
+  sample: [{name: nvidia-open, before: null, after: 580.95.05-1}]
+added:
+  description: Packages this installation added that were not installed before (dependencies included).
+  returned: always
+  type: list
+  elements: str
+held:
+  description: The packages of O(hold) whose hold changed.
+  returned: always
+  type: list
+  elements: str
+refreshed:
+  description: Whether the package lists were refreshed.
+  returned: always
+  type: bool
+record:
+  description: The role's installation record as written.
+  returned: always
+  type: dict
+  sample: {owner: driver, requires: [nvidia-open], added: [nvidia-open, nvidia-kernel-open-dkms]}
+problems:
+  description: Refresh problems of tolerated sources (each also a warning).
+  returned: always
+  type: list
+  elements: dict
+"""
+
+import json
+import os
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.gpuops.nvidia.plugins.module_utils import apt, apt_ops, files
+
+
+def _base_name(name: str) -> str:
+    return name.split("=")[0].split(":")[0]
+
+
+def _record(module, path: str) -> dict | None:
+    text = files.read_text(path)
+    if text is None:
+        return None
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        module.fail_json(msg="the installation record %s is not JSON (%s); move it away; nothing was changed" % (path, exc))
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            names=dict(type="list", elements="str", required=True),
+            owner=dict(type="str", required=True),
+            record_dir=dict(type="path", default="/var/lib/gpuops/packages"),
+            latest=dict(type="bool", default=False),
+            allow_downgrade=dict(type="bool", default=False),
+            hold=dict(type="list", elements="str", default=[]),
+            hold_state=dict(type="bool", default=True),
+            cache_valid_time=dict(type="int", default=3600),
+            tolerate=dict(type="list", elements="str", default=[]),
+            strict=dict(type="list", elements="path", default=[]),
+            hints=dict(type="dict", default={}),
+            environment=dict(type="dict", default={}),
+        ),
+        supports_check_mode=True,
+    )
+    params = module.params
+    if not params["names"]:
+        module.fail_json(msg="names is empty: give the packages to install")
+    environment = params["environment"]
+    result = {"changed": False, "refreshed": False, "problems": [], "changed_packages": [], "added": [], "held": []}
+    try:
+        if not module.check_mode and apt_ops.needs_refresh(params["cache_valid_time"]):
+            refreshed = apt_ops.refresh(module, tolerate=params["tolerate"], strict=params["strict"],
+                                        hints=params["hints"], environment=environment)
+            result.update(refreshed=True, problems=refreshed["problems"])
+        before = apt_ops.installed(module)
+        wanted = [name for name in params["names"] if params["latest"] or _base_name(name) not in before]
+        options = ["--no-install-recommends", "--allow-change-held-packages"]
+        options += ["--allow-downgrades"] if params["allow_downgrade"] else []
+        planned = apt_ops.simulate_install(module, wanted, options, environment) if wanted else []
+        if planned and not module.check_mode:
+            apt_ops.install(module, wanted, options, environment)
+            after = apt_ops.installed(module)
+            planned = [(name, version) for name, version in after.items() if before.get(name) != version]
+        else:
+            after = dict(before, **dict(planned))
+        result["changed_packages"] = [{"name": name, "before": before.get(name), "after": version}
+                                      for name, version in sorted(planned)]
+        result["added"] = sorted(name for name, _version in planned if name not in before)
+
+        path = os.path.join(params["record_dir"], "%s.json" % params["owner"])
+        previous = _record(module, path)
+        record = apt.install_record(previous, params["owner"], [_base_name(n) for n in params["names"]],
+                                    result["added"])
+        result["record"] = record
+        if record != previous:
+            if not module.check_mode:
+                files.write_atomic(module, path, json.dumps(record, indent=2, sort_keys=True) + "\n", mode=0o644)
+            result["changed"] = True
+
+        hold = {_base_name(name) for name in params["hold"]}
+        current = apt_ops.held(module) if hold else set()
+        change = (hold - current) if params["hold_state"] else (hold & current)
+        # a package still to be installed is held once it is (check mode cannot hold it yet)
+        change = {name for name in change if name in after}
+        if change:
+            if not module.check_mode:
+                apt_ops.mark(module, "hold" if params["hold_state"] else "unhold", change)
+            result["held"] = sorted(change)
+    except apt_ops.AptError as exc:
+        module.fail_json(msg=str(exc), problems=exc.problems, changed=result["changed"] or exc.changed)
+    result["changed"] = result["changed"] or bool(result["changed_packages"]) or bool(result["held"])
+    if module._diff and result["changed_packages"]:
+        result["diff"] = {
+            "before_header": "packages", "after_header": "packages",
+            "before": "".join("%s %s\n" % (p["name"], p["before"] or "(not installed)") for p in result["changed_packages"]),
+            "after": "".join("%s %s\n" % (p["name"], p["after"]) for p in result["changed_packages"])}
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,87 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""apt_install through ansible on this (Debian) machine, with its real apt and dpkg: check mode
+simulates with apt-get -s and installs nothing; an installed package is only recorded; a second
+run changes nothing; a package apt does not know fails with apt's reason and writes no record;
+holds are set and released. Installations themselves, with dependencies and the records the
+removal reads, run in the molecule scenarios (driver_*, container_toolkit*)."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+
+import pytest
+
+from conftest import BIN, _env  # pylint: disable=import-error
+
+NO_REFRESH = 10 ** 9  # the lists are fresh enough: no apt-get update from the tests
+
+
+def run(args, check_mode=False, diff=False):
+    argv = [os.path.join(BIN, "ansible"), "localhost", "-m", "gpuops.nvidia.apt_install", "-a", json.dumps(args)]
+    argv += (["--check"] if check_mode else []) + (["--diff"] if diff else [])
+    proc = subprocess.run(argv, env=_env(), capture_output=True, text=True, timeout=300, check=False)
+    return json.loads(proc.stdout)["plays"][0]["tasks"][0]["hosts"]["localhost"]
+
+
+def installed(name):
+    res = subprocess.run(["dpkg-query", "-W", "-f=${db:Status-Abbrev}", name], capture_output=True, text=True,
+                         check=False)
+    return res.returncode == 0 and res.stdout.startswith("ii")
+
+
+@pytest.fixture
+def absent_package():
+    """A package apt knows and this machine does not have."""
+    for name in ("sl", "cowsay", "fortune-mod", "hello"):
+        known = subprocess.run(["apt-cache", "show", name], capture_output=True, text=True, check=False)
+        if known.returncode == 0 and not installed(name):
+            return name
+    pytest.skip("no known, uninstalled package to simulate with")
+    return None
+
+
+def test_check_mode_simulates_and_installs_nothing(tmp_path, absent_package):
+    result = run({"names": [absent_package], "owner": "test", "record_dir": str(tmp_path),
+                  "cache_valid_time": NO_REFRESH}, check_mode=True, diff=True)
+    assert result["changed"] is True
+    assert absent_package in [p["name"] for p in result["changed_packages"]]
+    assert result["added"] and absent_package in result["added"]
+    assert "%s (not installed)" % absent_package in result["diff"]["before"]
+    assert not installed(absent_package) and not list(tmp_path.iterdir())
+
+
+def test_an_installed_package_is_recorded_once(tmp_path):
+    args = {"names": ["dpkg"], "owner": "test", "record_dir": str(tmp_path), "cache_valid_time": NO_REFRESH}
+    first = run(args)
+    assert first["changed"] is True and first["changed_packages"] == [] and first["added"] == []
+    assert json.loads((tmp_path / "test.json").read_text()) == {"owner": "test", "requires": ["dpkg"], "added": []}
+    again = run(args)
+    assert again["changed"] is False
+
+
+def test_an_unknown_package_fails_with_apts_reason_and_writes_nothing(tmp_path):
+    result = run({"names": ["no-such-package-gpuops"], "owner": "test", "record_dir": str(tmp_path),
+                  "cache_valid_time": NO_REFRESH})
+    assert result["failed"] is True
+    assert "Unable to locate package no-such-package-gpuops" in result["msg"]
+    assert not list(tmp_path.iterdir())
+
+
+def test_holds_are_set_and_released(tmp_path):
+    args = {"names": ["dpkg"], "owner": "test", "record_dir": str(tmp_path), "cache_valid_time": NO_REFRESH,
+            "hold": ["dpkg"]}
+    try:
+        planned = run(args, check_mode=True)
+        assert planned["held"] == ["dpkg"]
+        assert "dpkg" not in subprocess.run(["apt-mark", "showhold"], capture_output=True, text=True).stdout.split()
+        held = run(args)
+        assert held["changed"] is True and held["held"] == ["dpkg"]
+        assert "dpkg" in subprocess.run(["apt-mark", "showhold"], capture_output=True, text=True).stdout.split()
+        assert run(args)["changed"] is False
+        released = run(dict(args, hold_state=False))
+        assert released["held"] == ["dpkg"]
+        assert "dpkg" not in subprocess.run(["apt-mark", "showhold"], capture_output=True, text=True).stdout.split()
+    finally:
+        subprocess.run(["apt-mark", "unhold", "dpkg"], capture_output=True, check=False)

@@ -1,0 +1,114 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from ansible_collections.gpuops.nvidia.plugins.module_utils import upgrade_plan as up
+
+OLD, NEW = "570.172.08", "580.95.05"
+
+
+def node(name, driver=OLD, state=None, skip=False, ready=True, unschedulable=False):
+    labels = {}
+    if state:
+        labels[up.STATE_LABEL] = state
+    if skip:
+        labels[up.SKIP_LABEL] = "true"
+    return {"name": name, "labels": labels, "ready": ready, "unschedulable": unschedulable, "driver": driver}
+
+
+def fleet(count, **kwargs):
+    return [node("gpu-%02d" % i, **kwargs) for i in range(count)]
+
+
+@pytest.mark.parametrize("value, total, expected", [
+    ("25%", 64, 16), ("25%", 2, 1), ("10%", 64, 7), ("1%", 3, 1), (3, 64, 3), ("0", 5, 0), ("100%", 7, 7),
+])
+def test_max_unavailable_rounds_up_like_the_operator(value, total, expected):
+    assert up.scaled(value, total) == expected
+
+
+@pytest.mark.parametrize("value", ["a lot", "-1", "-5%"])
+def test_a_bad_max_unavailable_is_refused(value):
+    with pytest.raises(up.PlanError, match="max_unavailable must be a count"):
+        up.scaled(value, 10)
+
+
+def test_zero_nodes_allowed_is_refused_before_anything():
+    with pytest.raises(up.PlanError, match="no node could ever be upgraded"):
+        up.plan(fleet(3), NEW, max_unavailable=0)
+
+
+@pytest.mark.parametrize("count, max_unavailable, max_parallel", [
+    (64, "25%", 0), (64, "25%", 4), (64, 5, 0), (2, "25%", 1), (10, "30%", 0), (7, 2, 3),
+])
+def test_waves_are_the_fewest_that_respect_the_limits(count, max_unavailable, max_parallel):
+    result = up.plan(fleet(count), NEW, max_unavailable=max_unavailable, max_parallel=max_parallel, canary=1)
+    slots = up.scaled(max_unavailable, count)
+    if max_parallel:
+        slots = min(slots, max_parallel)
+    assert result["slots"] == slots and result["problems"] == []
+    assert result["canary"] == [["gpu-00"]]
+    everyone = [n for wave in result["canary"] + result["waves"] for n in wave]
+    assert sorted(everyone) == sorted(n["name"] for n in fleet(count)) and len(set(everyone)) == count
+    assert all(len(wave) <= slots for wave in result["waves"])
+    assert len(result["waves"]) == math.ceil((count - 1) / slots)
+    sim = up.simulate(result)
+    assert sim["peak_unavailable"] <= up.scaled(max_unavailable, count)
+
+
+def test_a_canary_group_by_name_goes_first():
+    result = up.plan(fleet(6), NEW, max_unavailable=2, max_parallel=0, canary=["gpu-04", "gpu-05", "not-a-node"])
+    assert result["canary"] == [["gpu-04", "gpu-05"]]
+    assert result["waves"] == [["gpu-00", "gpu-01"], ["gpu-02", "gpu-03"]]
+
+
+def test_skip_label_done_nodes_and_failed_nodes():
+    nodes = fleet(4) + [node("gpu-skip", skip=True), node("gpu-done", driver=NEW, state="upgrade-done"),
+                        node("gpu-new", driver=NEW), node("gpu-bad", state=up.FAILED)]
+    result = up.plan(nodes, NEW, max_unavailable=2, max_parallel=0, canary=0)
+    assert result["skipped"] == ["gpu-skip"] and result["done"] == ["gpu-done", "gpu-new"]
+    assert result["failed"] == ["gpu-bad"]
+    assert len(result["problems"]) == 1 and "upgrade_retry_failed" in result["problems"][0]
+    retried = up.plan(nodes, NEW, max_unavailable=2, max_parallel=0, canary=0, retry_failed=True)
+    assert retried["problems"] == [] and "gpu-bad" in [n for wave in retried["waves"] for n in wave]
+
+
+def test_an_interrupted_run_resumes_its_nodes_first_and_they_hold_slots():
+    nodes = fleet(6)
+    nodes[3] = node("gpu-03", state="drain-required", unschedulable=True)
+    result = up.plan(nodes, NEW, max_unavailable=2, max_parallel=0, canary=1)
+    assert result["resume"] == ["gpu-03"] and result["slots"] == 1
+    assert result["canary"] == [["gpu-00"]]
+    assert "gpu-03" not in [n for wave in result["waves"] for n in wave]
+
+
+def test_nodes_unavailable_for_other_reasons_count_and_upgrade_without_a_slot():
+    nodes = fleet(8)
+    nodes[5] = node("gpu-05", ready=False)                 # NotReady: needs the upgrade too
+    nodes[6] = node("gpu-06", driver=NEW, unschedulable=True)  # cordoned by an admin, already done
+    result = up.plan(nodes, NEW, max_unavailable=4, max_parallel=0, canary=1)
+    assert result["unavailable"] == ["gpu-05", "gpu-06"] and result["slots"] == 2
+    assert result["waves"][0][0] == "gpu-05"  # the NotReady node rides along in the first wave
+    assert up.simulate(result)["peak_unavailable"] <= 4
+
+
+def test_no_slot_left_stops_before_any_change():
+    nodes = fleet(4)
+    nodes[0] = node("gpu-00", ready=False, driver=NEW)
+    nodes[1] = node("gpu-01", unschedulable=True, driver=NEW)
+    result = up.plan(nodes, NEW, max_unavailable=2, max_parallel=0, canary=1)
+    assert result["slots"] == 0
+    assert "no node can be taken out of service" in result["problems"][0] and "gpu-00, gpu-01" in result["problems"][0]
+
+
+def test_steps_follow_the_operators_states():
+    names = [state for state, _text in up.steps({"wait_for_jobs": "app=train", "wait_timeout": 600, "drain": True})]
+    assert names == ["cordon-required", "wait-for-jobs-required", "pod-deletion-required", "drain-required",
+                     "pod-restart-required", "validation-required", "uncordon-required", "upgrade-done"]
+    assert [state for state, _text in up.steps({})] == ["cordon-required", "pod-deletion-required",
+                                                         "pod-restart-required", "validation-required",
+                                                         "uncordon-required", "upgrade-done"]
