@@ -51,6 +51,14 @@ def scaled(value, total: int, name: str = "max_unavailable") -> int:
         raise PlanError("%s must be a count (2) or a percentage of the GPU nodes (25%%), got %r" % (name, value))
 
 
+def at_target(driver: str | None, target: str | None) -> bool:
+    """Whether a node running driver ``driver`` has the target: the exact version, or any version
+    of the target branch ('580' takes 580.95.05)."""
+    if not target or not driver:
+        return False
+    return driver == target or ("." not in target and driver.split(".")[0] == target)
+
+
 def node_view(node: dict, target: str | None) -> dict:
     """What the plan needs of one node: {name, state, skip, available, at_target}.
 
@@ -62,7 +70,7 @@ def node_view(node: dict, target: str | None) -> dict:
         "state": state,
         "skip": labels.get(SKIP_LABEL) == "true",
         "available": bool(node.get("ready", True)) and not node.get("unschedulable"),
-        "at_target": bool(target) and node.get("driver") == target,
+        "at_target": at_target(node.get("driver"), target),
     }
 
 
@@ -74,11 +82,12 @@ def _canary(pending: list, canary) -> list:
 
 
 def plan(nodes: list, target: str | None, max_unavailable="25%", max_parallel: int = 1, canary=1,
-         retry_failed: bool = False) -> dict:
+         retry_failed: bool = False, members=None) -> dict:
     """The waves of an upgrade to driver ``target``.
 
     canary: a count (the first nodes by name) or the names of the canary group; its waves come
-    first and the run holds after them until they are validated. Returns {slots, max_unavailable,
+    first and the run holds after them until they are validated. members: the nodes this run may
+    upgrade (its inventory's); the other GPU nodes only count for max_unavailable. Returns {slots, max_unavailable,
     resume, canary, waves (after the canary), skipped, done, failed, unavailable, problems}, every
     list of node names sorted; problems stop the run before any node changes."""
     views = [node_view(node, target) for node in nodes]
@@ -90,8 +99,8 @@ def plan(nodes: list, target: str | None, max_unavailable="25%", max_parallel: i
     if limit < 1:
         raise PlanError("max_unavailable %r of %d GPU node(s) is 0 nodes: no node could ever be upgraded; "
                         "allow at least one (1, or a percentage that is at least one node)" % (max_unavailable, total))
-    skipped = sorted(v["name"] for v in views if v["skip"])
-    considered = [v for v in views if not v["skip"]]
+    skipped = sorted(v["name"] for v in views if v["skip"] and (members is None or v["name"] in members))
+    considered = [v for v in views if not v["skip"] and (members is None or v["name"] in members)]
     done = sorted(v["name"] for v in considered if v["at_target"] and v["state"] in ("", STATES[-1]))
     failed = sorted(v["name"] for v in considered if v["state"] == FAILED)
     resume = sorted(v["name"] for v in considered if v["state"] in IN_PROGRESS)
@@ -169,3 +178,81 @@ def simulate(plan_result: dict, minutes_per_node: float = 1.0, canary_hold: floa
     return {"waves": len(waves), "peak_unavailable": peak, "nodes": sum(len(wave) for wave in waves),
             "node_minutes": len(taken) * minutes_per_node, "least_node_minutes": len(taken) * minutes_per_node,
             "wall_minutes": wall}
+
+
+# ---- what the per-node steps read ------------------------------------------------------------
+
+def _requests_gpu(pod: dict) -> bool:
+    for container in ((pod.get("spec") or {}).get("containers") or []) + ((pod.get("spec") or {}).get("initContainers") or []):
+        resources = container.get("resources") or {}
+        for kind in ("limits", "requests"):
+            if any(name.startswith("nvidia.com/") for name in (resources.get(kind) or {})):
+                return True
+    return False
+
+
+def gpu_pods(pods: list) -> list:
+    """The pods the pod-deletion step deletes: running or pending pods that ask for an NVIDIA
+    resource, not owned by a DaemonSet, not labelled DRAIN_SKIP_LABEL=true. [{name, namespace}]."""
+    found = []
+    for pod in pods or []:
+        meta = pod.get("metadata") or {}
+        if (meta.get("labels") or {}).get(DRAIN_SKIP_LABEL) == "true":
+            continue
+        if any(owner.get("kind") == "DaemonSet" for owner in meta.get("ownerReferences") or []):
+            continue
+        if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+            continue
+        if _requests_gpu(pod):
+            found.append({"name": meta.get("name"), "namespace": meta.get("namespace")})
+    return found
+
+
+def active_pods(pods: list) -> list:
+    """Names of the pods not finished yet (the wait-for-jobs step waits for none)."""
+    return sorted("%s/%s" % ((p.get("metadata") or {}).get("namespace"), (p.get("metadata") or {}).get("name"))
+                  for p in pods or [] if (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed"))
+
+
+def node_available(node: dict) -> bool:
+    spec, status = node.get("spec") or {}, node.get("status") or {}
+    ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or [])
+    return ready and not spec.get("unschedulable")
+
+
+def slot(nodes: list, me: str, max_unavailable) -> dict:
+    """Whether node ``me`` may go out of service now: the GPU nodes unavailable other than itself
+    (NotReady or cordoned, an upgrade in progress included) must be fewer than max_unavailable.
+    Returns {free, limit, unavailable (names)}."""
+    limit = scaled(max_unavailable, len(nodes))
+    others = sorted((n.get("metadata") or {}).get("name") for n in nodes
+                    if (n.get("metadata") or {}).get("name") != me and not node_available(n))
+    return {"free": len(others) < limit, "limit": limit, "unavailable": others}
+
+
+def from_node_objects(nodes: list, driver_label: str = "nvidia.com/cuda.driver-version.full") -> list:
+    """The plan's node dicts from Node objects (the driver each runs from GFD's label)."""
+    out = []
+    for node in nodes or []:
+        meta = node.get("metadata") or {}
+        labels = meta.get("labels") or {}
+        conditions = (node.get("status") or {}).get("conditions") or []
+        out.append({"name": meta.get("name"), "labels": labels,
+                    "ready": any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions),
+                    "unschedulable": bool((node.get("spec") or {}).get("unschedulable")),
+                    "driver": labels.get(driver_label)})
+    return out
+
+
+def tainted(nodes: list, key: str) -> list:
+    """Names of the Node objects carrying a taint with this key (the canary's, say)."""
+    return sorted((n.get("metadata") or {}).get("name") for n in nodes or []
+                  if any(t.get("key") == key for t in (n.get("spec") or {}).get("taints") or []))
+
+
+def order(plan_result: dict) -> list:
+    """[[group, node]] in the order the playbook upgrades them: the nodes an earlier run left midway
+    and the canary first (gpuops_upgrade_first), then the waves (gpuops_upgrade_rest)."""
+    first = plan_result["resume"] + [name for wave in plan_result["canary"] for name in wave]
+    rest = [name for wave in plan_result["waves"] for name in wave]
+    return [["gpuops_upgrade_first", name] for name in first] + [["gpuops_upgrade_rest", name] for name in rest]

@@ -112,3 +112,17 @@ def test_steps_follow_the_operators_states():
     assert [state for state, _text in up.steps({})] == ["cordon-required", "pod-deletion-required",
                                                          "pod-restart-required", "validation-required",
                                                          "uncordon-required", "upgrade-done"]
+
+
+def test_a_branch_target_takes_any_version_of_the_branch():
+    assert up.at_target("580.95.05", "580") and up.at_target("580.95.05", "580.95.05")
+    assert not up.at_target("570.172.08", "580") and not up.at_target("580.65.06", "580.95.05")
+    assert not up.at_target(None, "580")
+
+
+def test_only_the_runs_own_nodes_are_upgraded_the_others_count():
+    nodes = fleet(6)
+    nodes[4] = node("gpu-04", unschedulable=True)
+    result = up.plan(nodes, NEW, max_unavailable=3, max_parallel=0, canary=1, members=["gpu-00", "gpu-01", "gpu-02"])
+    assert result["canary"] == [["gpu-00"]] and result["waves"] == [["gpu-01", "gpu-02"]]
+    assert result["unavailable"] == ["gpu-04"] and result["slots"] == 2

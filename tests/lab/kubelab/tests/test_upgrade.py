@@ -1,0 +1,189 @@
+# -*- coding: utf-8 -*-
+"""Rolling driver upgrades on the lab cluster (playbooks/upgrade.yml): the two lab nodes move from
+their drivers to 580.65.06 from the lab's NVIDIA-style repository, the canary first, each through
+the GPU Operator's upgrade states (nvidia.com/gpu-driver-upgrade-state) as the operator writes
+them, with a PodDisruptionBudget that refuses the eviction until the workload has a second replica,
+a pod labelled to be skipped by the drain, a failure that leaves the node upgrade-failed and
+cordoned, and a second run that resumes. --check lists the waves and changes nothing. Afterwards
+the lab's own drivers are put back (the site's driver stage)."""
+from __future__ import annotations
+
+import json
+import threading
+import time
+
+import pytest
+
+from test_roles import extra, playbook
+
+H100, L40S = "gpuops-lab-h100", "gpuops-lab-l40s"
+STATE = "nvidia.com/gpu-driver-upgrade-state"
+CANARY_TAINT = "gpuops.nvidia/driver-upgrade-canary"
+TARGET = "580.65.06"
+# the lab's "reboot" is the fake driver's: it loads what is installed, its boot time the state file's
+LAB_REBOOT = {"driver_reboot_command": "fake-nvml-reset",
+              "driver_reboot_boot_time_command": "stat -c %.9Y /var/lib/gpuops-fake-nvml/state",
+              "validate_workload_timeout": 90, "validate_prometheus_url": "", "driver_upgrade_drain_delay": 3}
+
+
+def upgrade(*args, check=True, **values):
+    return playbook("upgrade.yml", *extra(driver_version=TARGET, driver_branch="580", **dict(LAB_REBOOT, **values)),
+                    *args, check=check, timeout=1800)
+
+
+def node(kube, name):
+    return kube.get("node", name)
+
+
+class StateWatch:
+    """Every distinct upgrade state and schedulability each node had while a playbook runs."""
+
+    def __init__(self, kube, names):
+        self.kube, self.names = kube, names
+        self.states = {n: [] for n in names}
+        self.cordoned_at_once = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self):
+        while not self._stop.is_set():
+            res = self.kube.run("get", "nodes", "-o", "json", check=False)
+            if res.returncode == 0:
+                items = {n["metadata"]["name"]: n for n in json.loads(res.stdout)["items"]}
+                cordoned = 0
+                for name in self.names:
+                    item = items.get(name, {})
+                    state = item.get("metadata", {}).get("labels", {}).get(STATE)
+                    if not self.states[name] or self.states[name][-1] != state:
+                        self.states[name].append(state)
+                    cordoned += bool(item.get("spec", {}).get("unschedulable"))
+                self.cordoned_at_once = max(self.cordoned_at_once, cordoned)
+            time.sleep(0.5)
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join(10)
+
+
+@pytest.fixture(scope="module")
+def upgrade_lab(lab_only):
+    kube = lab_only
+    yield kube
+    # the lab's own drivers again (570.172.08 and 580.95.05, the inventory's), nothing left behind
+    kube.run("delete", "namespace", "gpuops-upgrade-test", "--ignore-not-found", "--wait=false", check=False)
+    for name in (H100, L40S):
+        kube.run("uncordon", name, check=False)
+        kube.run("label", "node", name, f"{STATE}-", check=False)
+        kube.run("taint", "node", name, f"{CANARY_TAINT}-", check=False)
+    playbook("site.yml", "--tags", "driver", *extra(driver_allow_branch_change=True, **LAB_REBOOT), timeout=1800)
+
+
+def test_check_mode_lists_the_waves_and_changes_nothing(upgrade_lab):
+    kube = upgrade_lab
+    before = {n: node(kube, n)["metadata"]["resourceVersion"] for n in (H100, L40S)}
+    res = upgrade("--check", upgrade_max_parallel=1, driver_upgrade_max_unavailable=1)
+    out = res.stdout
+    assert f"target driver {TARGET}; 2 GPU node(s), max_unavailable 1, 1 at once" in out, out[-4000:]
+    assert f"canary: {H100}" in out and f"wave: {L40S}" in out
+    assert ("each node: cordon the node; delete the pods that use GPUs (not those labelled "
+            "nvidia.com/gpu-driver-upgrade-drain.skip=true); drain the node") in out
+    after = {n: node(kube, n)["metadata"]["resourceVersion"] for n in (H100, L40S)}
+    assert after == before
+
+
+def test_a_node_labelled_to_be_skipped_is_left_alone(upgrade_lab):
+    kube = upgrade_lab
+    kube.run("label", "node", L40S, "nvidia.com/gpu-driver-upgrade.skip=true", "--overwrite")
+    try:
+        res = upgrade("--check")
+        assert f"skipped (nvidia.com/gpu-driver-upgrade.skip=true): {L40S}" in res.stdout
+        assert f"wave: {L40S}" not in res.stdout
+    finally:
+        kube.run("label", "node", L40S, "nvidia.com/gpu-driver-upgrade.skip-", check=False)
+
+
+def test_a_failed_validation_stops_the_run_and_leaves_the_node_labelled_and_cordoned(upgrade_lab):
+    kube = upgrade_lab
+    kube.run("create", "namespace", "gpuops-upgrade-test", check=False)
+    failing = {"apiVersion": "v1", "kind": "Pod",
+               "metadata": {"name": "smoke", "namespace": "gpuops-upgrade-test"},
+               "spec": {"containers": [{"name": "smoke", "image": "localhost/gpuops-lab/toolbox:1",
+                                        "imagePullPolicy": "Never", "command": ["sh", "-c", "exit 3"]}]}}
+    res = upgrade(check=False, driver_upgrade_test_pod=failing, driver_upgrade_max_unavailable=1)
+    assert res.returncode != 0
+    assert f"the driver upgrade of {H100} failed at" in res.stdout and "ended Failed" in res.stdout, res.stdout[-4000:]
+    h100, l40s = node(kube, H100), node(kube, L40S)
+    assert h100["metadata"]["labels"][STATE] == "upgrade-failed" and h100["spec"].get("unschedulable") is True
+    # the run stopped before the next wave: the other node was not touched
+    assert STATE not in l40s["metadata"]["labels"] and not l40s["spec"].get("unschedulable")
+    # a second run refuses to go on until told to retry the failed node
+    res = upgrade(check=False)
+    assert res.returncode != 0 and "upgrade_retry_failed" in res.stdout
+
+
+def test_the_upgrade_moves_both_nodes_through_the_operators_states(upgrade_lab):
+    """The canary (H100) then the wave (L40S); a workload with a PodDisruptionBudget that refuses
+    its eviction until it has a second replica elsewhere; a pod labelled drain.skip stays."""
+    kube = upgrade_lab
+    ns = "gpuops-upgrade-test"
+    kube.run("create", "namespace", ns, check=False)
+    labels = {"app": "guarded"}
+    kube.apply({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "guarded", "namespace": ns},
+                "spec": {"replicas": 1, "selector": {"matchLabels": labels},
+                         "template": {"metadata": {"labels": labels},
+                                      "spec": {"nodeSelector": {"kubernetes.io/hostname": L40S},
+                                               "terminationGracePeriodSeconds": 1,
+                                               "containers": [{"name": "sleep", "image": "localhost/gpuops-lab/toolbox:1",
+                                                               "imagePullPolicy": "Never",
+                                                               "command": ["sleep", "100000"]}]}}}},
+               {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": "guarded", "namespace": ns},
+                "spec": {"minAvailable": 1, "selector": {"matchLabels": labels}}},
+               {"apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": "keep-me", "namespace": ns,
+                             "labels": {"nvidia.com/gpu-driver-upgrade-drain.skip": "true"}},
+                "spec": {"nodeName": L40S, "terminationGracePeriodSeconds": 1,
+                         "containers": [{"name": "sleep", "image": "localhost/gpuops-lab/toolbox:1",
+                                         "imagePullPolicy": "Never", "command": ["sleep", "100000"]}]}},
+               namespace=ns)
+    kube.wait(lambda: kube.get("-n", ns, "deployment", "guarded")["status"].get("readyReplicas") == 1, timeout=120,
+              what="the guarded workload")
+
+    def allow_eviction_later():
+        # while the L40S drains, the budget refuses; then the workload gets a replica on the H100
+        kube.wait(lambda: node(kube, L40S)["metadata"]["labels"].get(STATE) == "drain-required", timeout=1500,
+                  interval=2, what="the L40S to drain")
+        time.sleep(8)
+        kube.run("patch", "deployment", "guarded", "-n", ns, "--type=json", "-p",
+                 json.dumps([{"op": "remove", "path": "/spec/template/spec/nodeSelector"},
+                             {"op": "replace", "path": "/spec/replicas", "value": 2}]))
+
+    helper = threading.Thread(target=allow_eviction_later, daemon=True)
+    helper.start()
+    with StateWatch(kube, [H100, L40S]) as watch:
+        res = upgrade(check=False, upgrade_retry_failed=True, driver_upgrade_max_unavailable=1)
+    helper.join(5)
+    out = res.stdout
+    steps = ["cordon-required", "pod-deletion-required", "drain-required", "pod-restart-required",
+             "validation-required", "uncordon-required", "upgrade-done"]
+    # the H100 left upgrade-failed by the test before: resumed from its label
+    assert watch.states[H100][0] == "upgrade-failed" and watch.states[H100][1:] == steps, watch.states
+    assert watch.states[L40S] == [None] + steps, watch.states
+    assert watch.cordoned_at_once == 1  # max_unavailable 1
+    # the budget refused at first, the drain was retried until it allowed the eviction
+    retries = [line for line in out.splitlines() if line.startswith(f"FAILED - RETRYING: [{L40S}")]
+    assert any("Drain the node, retried while PodDisruptionBudgets refuse evictions" in line for line in retries), \
+        out[-6000:]
+    assert kube.get("-n", ns, "pod", "keep-me")["status"]["phase"] == "Running"
+    for name in (H100, L40S):
+        item = node(kube, name)
+        assert not item["spec"].get("unschedulable") and not any(
+            t["key"] == CANARY_TAINT for t in item["spec"].get("taints", [])), item["spec"]
+        kube.wait(lambda n=name: node(kube, n)["metadata"]["labels"].get("nvidia.com/cuda.driver-version.full") == TARGET,
+                  timeout=180, what=f"GFD to label {name} with driver {TARGET}")
+    # a second run finds both done and changes nothing
+    again = upgrade(check=False)
+    assert "done already: %s, %s" % (H100, L40S) in again.stdout
