@@ -21,6 +21,9 @@ except ImportError:  # Python < 3.11
 
 # the facts the fleet view groups the nodes by
 FLEET_KEYS = ("driver", "toolkit", "runtime", "kernel", "gpu_models", "mig_layout", "device_plugin", "dcgm_exporter")
+# the facts on which a node differing from its peers is an outlier (not the hardware): peers are the
+# nodes the inventory asks the same of (record["expected"][key]), and it takes three to tell
+OUTLIER_KEYS = ("driver", "toolkit", "runtime", "kernel", "device_plugin", "dcgm_exporter")
 
 
 def item(name: str, expected, actual, ok: bool, fix: str) -> dict:
@@ -143,10 +146,20 @@ def crio_items(texts: dict, runtime_name: str = "nvidia") -> list:
                  "run the toolkit stage: it writes the CRI-O drop-in")]
 
 
+_CDI_WORDS = {"cdi_device_missing": "misses %d device(s) NVML reports", "cdi_device_stale": "names %d device(s) NVML "
+              "no longer reports", "cdi_device_node_missing": "%d device node(s) missing"}
+
+
 def cdi_item(report: dict) -> dict:
-    """From cdi.check()'s report: the spec names every GPU and nothing stale."""
+    """From cdi.check()'s report: the spec names every GPU and nothing stale (the devices counted,
+    not listed: a stale MIG spec names dozens)."""
     errors = [f for f in report.get("findings") or [] if f.get("severity") == "error"]
-    return item("CDI spec", "matches the GPUs", "; ".join(f["message"] for f in errors) or "matches",
+    said = []
+    for finding in errors:
+        words = _CDI_WORDS.get(finding.get("code"))
+        count = len(finding.get("devices") or finding.get("paths") or [])
+        said.append(words % count if words and count else finding["message"][:120])
+    return item("CDI spec", "matches the GPUs", "; ".join(said) or "matches",
                 not errors, "regenerate it: run the toolkit stage (it regenerates a stale spec)")
 
 
@@ -175,26 +188,39 @@ def summary(node_items: list) -> dict:
     return {"drifted": bool(drifted), "count": len(drifted), "items": [i["item"] for i in drifted]}
 
 
+def _text(value) -> str:
+    return value if isinstance(value, str) else json.dumps(value, sort_keys=True)
+
+
 def fleet(records: list) -> dict:
-    """The fleet by each FLEET_KEYS fact: {key: {value: [nodes]}}, and the outliers - nodes whose
-    value differs from the one most nodes have."""
+    """The fleet by each FLEET_KEYS fact: {key: {value: [nodes]}}, and the outliers: among nodes the
+    inventory asks the same of (record["expected"], when given), a node whose value differs from
+    the one a strict majority of at least three such nodes has."""
     groups, outliers = {}, []
     for key in FLEET_KEYS:
         by_value = {}
         for record in records:
             value = (record.get("facts") or {}).get(key)
-            if value is None:
-                continue
-            by_value.setdefault(json.dumps(value, sort_keys=True) if not isinstance(value, str) else value,
-                                []).append(record["node"])
-        if not by_value:
+            if value is not None:
+                by_value.setdefault(_text(value), []).append(record["node"])
+        if by_value:
+            groups[key] = {value: sorted(nodes) for value, nodes in sorted(by_value.items())}
+        if key not in OUTLIER_KEYS:
             continue
-        groups[key] = {value: sorted(nodes) for value, nodes in sorted(by_value.items())}
-        if len(by_value) > 1:
-            majority = max(by_value.items(), key=lambda pair: (len(pair[1]), pair[0]))[0]
-            for value, nodes in sorted(by_value.items()):
-                if value != majority:
-                    outliers += [{"node": node, "key": key, "value": value, "majority": majority} for node in sorted(nodes)]
+        peers = {}
+        for record in records:
+            value = (record.get("facts") or {}).get(key)
+            if value is not None:
+                peers.setdefault(_text((record.get("expected") or {}).get(key)), []).append((record["node"], _text(value)))
+        for members in peers.values():
+            counts = {}
+            for _node, value in members:
+                counts[value] = counts.get(value, 0) + 1
+            majority, most = max(counts.items(), key=lambda pair: (pair[1], pair[0]))
+            if len(members) < 3 or most * 2 <= len(members):
+                continue
+            outliers += [{"node": node, "key": key, "value": value, "majority": majority}
+                         for node, value in sorted(members) if value != majority]
     return {"groups": groups, "outliers": outliers}
 
 
@@ -264,7 +290,9 @@ def cluster_items(node_name: str, nodes: list, pods: list, daemonsets: list, lab
 
 
 def record(node: str, node_result: dict, extra_items: list = (), extra_facts: dict | None = None) -> dict:
-    """A node's audit record from node_audit's result and the cluster's items."""
+    """A node's audit record from node_audit's result and the cluster's items; ``expected`` is what
+    its inventory asks (the fleet view compares a node with the nodes asked the same)."""
     all_items = list((node_result or {}).get("items") or []) + list(extra_items or [])
     facts = dict((node_result or {}).get("facts") or {}, **(extra_facts or {}))
-    return {"node": node, "items": all_items, "facts": facts, "summary": summary(all_items)}
+    return {"node": node, "items": all_items, "facts": facts, "expected": (node_result or {}).get("expected") or {},
+            "summary": summary(all_items)}

@@ -116,6 +116,11 @@ drifted:
   description: Whether any item is not ok.
   returned: always
   type: bool
+expected:
+  description: What the node was asked for (the fleet view compares a node with the nodes asked the same).
+  returned: always
+  type: dict
+  sample: {driver: 580.95.05, toolkit: null}
 facts:
   description: What the fleet view groups nodes by - driver, toolkit, runtime, kernel, gpu_models, mig_layout.
   returned: always
@@ -231,9 +236,11 @@ def main():
     root = params["host_root"]
     items, facts = [], {}
 
+    info = gpu_facts.gather(host_root=root, xid_wait_ms=0, kernel_log=False) if nvml.HAS_PYNVML else None
     packages, held = driver_state.read_installed(root, lambda argv: commands.output(module, argv))
     installed, _source = driver_state.installed_driver_version(packages)
-    loaded = kernel.loaded_module(root)["version"]
+    # where procfs/sysfs do not show the module (in a container), NVML tells which driver answers
+    loaded = kernel.loaded_module(root)["version"] or ((info or {}).get("driver") or {}).get("version")
     record = _json(files.read_text(_under(root, params["driver_record"])))
     holdable = drift.held_packages(record.get("requires") or [], set(packages))
     items += drift.driver_items(installed, loaded, held, holdable, files.read_text(_under(root, params["driver_pin_file"])),
@@ -251,8 +258,7 @@ def main():
         items += found
     facts["kernel"] = os.uname()[2] if root == "/" else None
 
-    if nvml.HAS_PYNVML:
-        info = gpu_facts.gather(host_root=root, xid_wait_ms=0, kernel_log=False)
+    if info is not None:
         facts["gpu_models"] = sorted({gpu.get("name") or "unknown (lost)" for gpu in info["gpus"]})
         events = []
         if params["inventory_path"]:
@@ -271,7 +277,10 @@ def main():
         if params["mig_config_name"] and info["driver"]["loaded"]:
             items.append(_mig_item(params))
             facts["mig_layout"] = params["mig_config_name"] if items[-1]["ok"] else items[-1]["actual"]
-    module.exit_json(changed=False, items=items, drifted=any(not i["ok"] for i in items), facts=facts)
+    expected = {"driver": params["driver_version"] or params["driver_branch"] or None,
+                "toolkit": params["toolkit_version"] or None}
+    module.exit_json(changed=False, items=items, drifted=any(not i["ok"] for i in items), facts=facts,
+                     expected=expected)
 
 
 if __name__ == "__main__":

@@ -89,8 +89,9 @@ def test_check_mode_lists_the_waves_and_changes_nothing(upgrade_lab):
     out = res.stdout
     assert f"target driver {TARGET}; 2 GPU node(s), max_unavailable 1, 1 at once" in out, out[-4000:]
     assert f"canary: {H100}" in out and f"wave: {L40S}" in out
-    assert ("each node: cordon the node; delete the pods that use GPUs (not those labelled "
-            "nvidia.com/gpu-driver-upgrade-drain.skip=true); drain the node") in out
+    assert "each node, as its label nvidia.com/gpu-driver-upgrade-state says:" in out
+    assert "  cordon-required: cordon the node" in out and "  drain-required: drain the node" in out
+    assert "  validation-required: validate the node" in out and "  upgrade-done: done" in out
     after = {n: node(kube, n)["metadata"]["resourceVersion"] for n in (H100, L40S)}
     assert after == before
 

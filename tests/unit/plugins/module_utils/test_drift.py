@@ -107,6 +107,27 @@ def test_fleet_groups_and_names_the_outliers():
     assert out[-1] == "3 node(s): 0 drifted, 1 outlier(s)"
 
 
+def test_outliers_only_among_nodes_asked_the_same_and_not_for_hardware():
+    def rec(name, driver, expected, models):
+        return drift.record(name, {"items": [], "facts": {"driver": driver, "gpu_models": models},
+                                   "expected": {"driver": expected}})
+    # two groups by design (different targets), each consistent: no outlier
+    records = [rec("h1", "570.172.08", "570.172.08", ["H100"]), rec("h2", "570.172.08", "570.172.08", ["H100"]),
+               rec("h3", "570.172.08", "570.172.08", ["H100"]), rec("l1", "580.95.05", "580.95.05", ["L40S"])]
+    view = drift.fleet(records)
+    assert view["outliers"] == [] and len(view["groups"]["gpu_models"]) == 2
+    # two nodes that differ cannot say which one is odd
+    assert drift.fleet(records[:1] + [rec("h9", "580.1.2", "570.172.08", ["H100"])])["outliers"] == []
+    records.append(rec("h4", "570.86.10", "570.172.08", ["H100"]))
+    assert [(o["node"], o["key"]) for o in drift.fleet(records)["outliers"]] == [("h4", "driver")]
+
+
+def test_a_stale_cdi_spec_is_counted_not_listed():
+    report = {"findings": [{"severity": "error", "code": "cdi_device_stale", "message": "x" * 5000,
+                            "devices": ["MIG-%d" % i for i in range(56)]}]}
+    assert drift.cdi_item(report)["actual"] == "names 56 device(s) NVML no longer reports"
+
+
 def test_lines_name_the_node_the_item_and_the_fix():
     bad = drift.item("driver loaded", "580.95.05", "570.172.08", False, "reboot the node")
     records = [drift.record("a", {"items": [bad], "facts": {}}), drift.record("b", {"items": [], "facts": {}})]
