@@ -214,10 +214,30 @@ def parse_install_simulation(output: str) -> list:
     return found
 
 
-def install_record(previous: dict | None, owner: str, names: list, added: list) -> dict:
+def install_record(previous: dict | None, owner: str, names: list, added: list, retired=()) -> dict:
     """The record of what a role's installations need and added (what its removal takes back):
-    the earlier record's lists grown by this installation's."""
+    the earlier record's lists grown by this installation's, less the packages it retired."""
     previous = previous or {}
     return {"owner": owner,
-            "requires": sorted(set(previous.get("requires") or []) | set(names)),
-            "added": sorted(set(previous.get("added") or []) | set(added))}
+            "requires": sorted((set(previous.get("requires") or []) | set(names)) - set(retired)),
+            "added": sorted((set(previous.get("added") or []) | set(added)) - set(retired))}
+
+
+def retired_branch_packages(required_before: list, names: list, installed: dict) -> list:
+    """What a branch change retires: packages required before whose names end in a branch number
+    (nvidia-fabricmanager-570), no longer asked for, and still installed."""
+    return sorted(name for name in required_before
+                  if re.search(r"-\d{3,}(-open|-server)?$", name) and name not in names and name in installed)
+
+
+def deb822_source(name: str, url: str, keyring: str) -> str:
+    """A flat repository's deb822 source trusted only with its own key, laid out as
+    ansible.builtin.deb822_repository writes it (so a node it configured stays unchanged)."""
+    return ("X-Repolib-Name: %s\nSigned-By: %s\nSuites: /\nTypes: deb\nURIs: %s\n" % (name, keyring, url))
+
+
+def pin_text(name: str, packages: list, version: str) -> str:
+    """An apt pin: every package matching the patterns resolves to version (priority 1001 also
+    allows the downgrade to it)."""
+    return ("Explanation: Managed by gpuops.nvidia (%s): these packages resolve to %s\nPackage: %s\n"
+            "Pin: version %s\nPin-Priority: 1001\n" % (name, version, " ".join(packages), version))

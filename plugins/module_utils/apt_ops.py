@@ -128,3 +128,57 @@ def _apt_reason(out: str, err: str) -> str:
         return " | ".join(lines[-8:])
     rest = [line.strip() for line in text.splitlines() if line.strip()]
     return rest[-1] if rest else "no output"
+
+
+# ---- repository keys ---------------------------------------------------------------------------
+
+def read_bytes(path: str) -> bytes | None:
+    try:
+        with open(path, "rb") as handle:
+            return handle.read()
+    except FileNotFoundError:
+        return None
+
+
+def download(module, url: str, timeout: int = 30) -> bytes:
+    from ansible.module_utils.urls import fetch_url  # pylint: disable=import-outside-toplevel
+    response, info = fetch_url(module, url, timeout=timeout)
+    if info.get("status") != 200 or response is None:
+        raise AptError("cannot download the repository key from %s: %s %s; nothing was changed"
+                       % (url, info.get("status"), info.get("msg")))
+    return response.read()
+
+
+def wanted_key(module, content: str | None, url: str | None, path: str, timeout: int = 30) -> tuple:
+    """(bytes, keys) of the key to install from its content or URL, checked to be an OpenPGP public
+    key (ASCII-armored where path is an .asc keyring) before anything is written."""
+    from ansible.module_utils.common.text.converters import to_bytes  # pylint: disable=import-outside-toplevel
+    from ansible_collections.gpuops.nvidia.plugins.module_utils import openpgp  # pylint: disable=import-outside-toplevel
+    source = url or "the given content"
+    data = download(module, url, timeout) if url else to_bytes(content)
+    if path.endswith(".asc") and not data.lstrip().startswith(b"-----BEGIN PGP PUBLIC KEY BLOCK-----"):
+        raise AptError("the repository key from %s is not ASCII-armored, which %s (.asc) must be for apt; give the "
+                       "armored key (gpg --armor --export) or its URL; nothing was changed" % (source, path))
+    try:
+        return data, openpgp.keys(data)
+    except (openpgp.KeyFileError, IndexError) as exc:
+        raise AptError("the repository key from %s is not an OpenPGP public key (%s); give the key's ASCII-armored "
+                       "content or its URL; nothing was changed" % (source, exc))
+
+
+def known_keys(data: bytes | None) -> list:
+    from ansible_collections.gpuops.nvidia.plugins.module_utils import openpgp  # pylint: disable=import-outside-toplevel
+    if not data:
+        return []
+    try:
+        return openpgp.keys(data)
+    except (openpgp.KeyFileError, IndexError):
+        return []
+
+
+def key_diff(path: str, before: bytes | None, after: bytes | None, previous: list, keys: list) -> dict:
+    from ansible_collections.gpuops.nvidia.plugins.module_utils import openpgp  # pylint: disable=import-outside-toplevel
+    return {"before_header": path if before is not None else "%s (absent)" % path,
+            "after_header": path if after is not None else "%s (absent)" % path,
+            "before": openpgp.describe(previous) if previous else ("" if before is None else "(not a key)\n"),
+            "after": openpgp.describe(keys) if after is not None else ""}

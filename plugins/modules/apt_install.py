@@ -48,6 +48,14 @@ options:
     description: Let apt install a candidate older than the installed version (an exact version pin).
     type: bool
     default: false
+  retire_branch_packages:
+    description:
+      - Remove, in the same transaction, the packages the role's record required before that end
+        in a branch number and are no longer asked for - on a driver branch change
+        C(nvidia-fabricmanager-570) makes way for C(nvidia-fabricmanager-580), which depend on
+        different versions of the same driver packages. Held ones are released.
+    type: bool
+    default: false
   hold:
     description: Packages to hold (or release with O(hold_state=false)) once installed.
     type: list
@@ -119,6 +127,11 @@ added:
   returned: always
   type: list
   elements: str
+retired:
+  description: The earlier branch's packages removed (O(retire_branch_packages)).
+  returned: always
+  type: list
+  elements: str
 held:
   description: The packages of O(hold) whose hold changed.
   returned: always
@@ -170,6 +183,7 @@ def main():
             record_dir=dict(type="path", default="/var/lib/gpuops/packages"),
             latest=dict(type="bool", default=False),
             allow_downgrade=dict(type="bool", default=False),
+            retire_branch_packages=dict(type="bool", default=False),
             hold=dict(type="list", elements="str", default=[]),
             hold_state=dict(type="bool", default=True),
             cache_valid_time=dict(type="int", default=3600),
@@ -191,7 +205,14 @@ def main():
                                         hints=params["hints"], environment=environment)
             result.update(refreshed=True, problems=refreshed["problems"])
         before = apt_ops.installed(module)
+        path = os.path.join(params["record_dir"], "%s.json" % params["owner"])
+        previous = _record(module, path)
+        retired = apt.retired_branch_packages((previous or {}).get("requires") or [],
+                                              [_base_name(n) for n in params["names"]], before) \
+            if params["retire_branch_packages"] else []
         wanted = [name for name in params["names"] if params["latest"] or _base_name(name) not in before]
+        if retired:
+            wanted = list(params["names"]) + ["%s-" % name for name in retired]
         options = ["--no-install-recommends", "--allow-change-held-packages"]
         options += ["--allow-downgrades"] if params["allow_downgrade"] else []
         planned = apt_ops.simulate_install(module, wanted, options, environment) if wanted else []
@@ -204,11 +225,12 @@ def main():
         result["changed_packages"] = [{"name": name, "before": before.get(name), "after": version}
                                       for name, version in sorted(planned)]
         result["added"] = sorted(name for name, _version in planned if name not in before)
+        result["retired"] = retired
+        if retired and module.check_mode:
+            after = {name: version for name, version in after.items() if name not in retired}
 
-        path = os.path.join(params["record_dir"], "%s.json" % params["owner"])
-        previous = _record(module, path)
         record = apt.install_record(previous, params["owner"], [_base_name(n) for n in params["names"]],
-                                    result["added"])
+                                    result["added"], retired=retired)
         result["record"] = record
         if record != previous:
             if not module.check_mode:
@@ -226,7 +248,7 @@ def main():
             result["held"] = sorted(change)
     except apt_ops.AptError as exc:
         module.fail_json(msg=str(exc), problems=exc.problems, changed=result["changed"] or exc.changed)
-    result["changed"] = result["changed"] or bool(result["changed_packages"]) or bool(result["held"])
+    result["changed"] = result["changed"] or bool(result["changed_packages"]) or bool(result["held"]) or bool(retired)
     if module._diff and result["changed_packages"]:
         result["diff"] = {
             "before_header": "packages", "after_header": "packages",

@@ -96,35 +96,9 @@ previous_keys:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.common.text.converters import to_bytes, to_text
-from ansible.module_utils.urls import fetch_url
+from ansible.module_utils.common.text.converters import to_text
 
-from ansible_collections.gpuops.nvidia.plugins.module_utils import files, openpgp
-
-
-def _read(path: str) -> bytes | None:
-    try:
-        with open(path, "rb") as handle:
-            return handle.read()
-    except FileNotFoundError:
-        return None
-
-
-def _keys_or_none(data: bytes | None) -> list:
-    if not data:
-        return []
-    try:
-        return openpgp.keys(data)
-    except (openpgp.KeyFileError, IndexError):
-        return []
-
-
-def _download(module, url: str) -> bytes:
-    response, info = fetch_url(module, url, timeout=module.params["timeout"])
-    if info.get("status") != 200 or response is None:
-        module.fail_json(msg="cannot download the repository key from %s: %s %s; nothing was changed"
-                             % (url, info.get("status"), info.get("msg")))
-    return response.read()
+from ansible_collections.gpuops.nvidia.plugins.module_utils import apt_ops, files
 
 
 def main():
@@ -142,24 +116,18 @@ def main():
         supports_check_mode=True,
     )
     path = module.params["path"]
-    before = _read(path)
-    previous = _keys_or_none(before)
+    before = apt_ops.read_bytes(path)
+    previous = apt_ops.known_keys(before)
     result = {"changed": False, "previous_keys": previous}
+    keys = []
     if module.params["state"] == "absent":
-        after, keys = None, []
+        after = None
     else:
-        source = module.params["url"] or "the given content"
-        after = (_download(module, module.params["url"]) if module.params["url"]
-                 else to_bytes(module.params["content"]))
-        if path.endswith(".asc") and not after.lstrip().startswith(b"-----BEGIN PGP PUBLIC KEY BLOCK-----"):
-            module.fail_json(msg="the repository key from %s is not ASCII-armored, which %s (.asc) must be for apt; "
-                                 "give the armored key (gpg --armor --export) or its URL; nothing was changed"
-                                 % (source, path))
         try:
-            keys = openpgp.keys(after)
-        except (openpgp.KeyFileError, IndexError) as exc:
-            module.fail_json(msg="the repository key from %s is not an OpenPGP public key (%s); give the key's "
-                                 "ASCII-armored content or its URL; nothing was changed" % (source, exc))
+            after, keys = apt_ops.wanted_key(module, module.params["content"], module.params["url"], path,
+                                             module.params["timeout"])
+        except apt_ops.AptError as exc:
+            module.fail_json(msg=str(exc))
         result["keys"] = keys
     if after != before:
         problem = files.check_writable(path)
@@ -172,11 +140,7 @@ def main():
             else:
                 files.write_atomic(module, path, to_text(after, errors="surrogate_or_strict"), mode=0o644)
         if module._diff:
-            result["diff"] = {
-                "before_header": path if before is not None else "%s (absent)" % path,
-                "after_header": path if after is not None else "%s (absent)" % path,
-                "before": openpgp.describe(previous) if previous else ("" if before is None else "(not a key)\n"),
-                "after": openpgp.describe(keys) if after is not None else ""}
+            result["diff"] = apt_ops.key_diff(path, before, after, previous, keys)
     module.exit_json(**result)
 
 

@@ -113,6 +113,14 @@ def kube():
 
 
 @pytest.fixture(scope="session")
+def lab_only(kube):
+    """The lab's own cluster: the tests that change its nodes and operands skip on a real one."""
+    if not kube.lab:
+        pytest.skip("changes the lab's own nodes and operands")
+    return kube
+
+
+@pytest.fixture(scope="session")
 def gpu_nodes(kube):
     """name -> expected facts of the GPU nodes under test."""
     if kube.lab:

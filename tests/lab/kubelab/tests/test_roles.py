@@ -6,14 +6,11 @@ validation naming the stage that is broken, render mode against the roles' own a
 from __future__ import annotations
 
 import base64
+import glob
 import json
 import os
 import re
 import subprocess
-
-import pytest
-
-import glob
 
 from conftest import LAB, MAKE_LAB_LOG, REPO
 
@@ -51,13 +48,6 @@ def validate(*args, **values):
     res = playbook("validate.yml", *extra(validate_workload_timeout=60, validate_prometheus_wait=40, **values),
                    *args, check=False)
     return res, report()
-
-
-@pytest.fixture(scope="module")
-def lab_only(kube):
-    if not kube.lab:
-        pytest.skip("changes the lab's own nodes and operands")
-    return kube
 
 
 def test_make_lab_validates_every_node_green(lab_only, gpu_nodes):

@@ -35,6 +35,14 @@ def node(kube, name):
     return kube.get("node", name)
 
 
+def shape(kube, name):
+    """What the upgrade could change on a Node (its status moves with every kubelet heartbeat)."""
+    item = node(kube, name)
+    labels = {k: v for k, v in item["metadata"].get("labels", {}).items() if k != "nvidia.com/gfd.timestamp"}
+    annotations = {k: v for k, v in item["metadata"].get("annotations", {}).items() if k.startswith("gpuops.nvidia/")}
+    return labels, annotations, item["spec"].get("taints"), item["spec"].get("unschedulable")
+
+
 class StateWatch:
     """Every distinct upgrade state and schedulability each node had while a playbook runs."""
 
@@ -84,7 +92,7 @@ def upgrade_lab(lab_only):
 
 def test_check_mode_lists_the_waves_and_changes_nothing(upgrade_lab):
     kube = upgrade_lab
-    before = {n: node(kube, n)["metadata"]["resourceVersion"] for n in (H100, L40S)}
+    before = {n: shape(kube, n) for n in (H100, L40S)}
     res = upgrade("--check", upgrade_max_parallel=1, driver_upgrade_max_unavailable=1)
     out = res.stdout
     assert f"target driver {TARGET}; 2 GPU node(s), max_unavailable 1, 1 at once" in out, out[-4000:]
@@ -92,7 +100,7 @@ def test_check_mode_lists_the_waves_and_changes_nothing(upgrade_lab):
     assert "each node, as its label nvidia.com/gpu-driver-upgrade-state says:" in out
     assert "  cordon-required: cordon the node" in out and "  drain-required: drain the node" in out
     assert "  validation-required: validate the node" in out and "  upgrade-done: done" in out
-    after = {n: node(kube, n)["metadata"]["resourceVersion"] for n in (H100, L40S)}
+    after = {n: shape(kube, n) for n in (H100, L40S)}
     assert after == before
 
 

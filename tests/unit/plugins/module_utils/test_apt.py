@@ -146,3 +146,23 @@ def test_install_record_grows_and_keeps_what_earlier_runs_added():
     again = apt.install_record(first, "driver", ["nvidia-open", "nvidia-persistenced"], [])
     assert again == {"owner": "driver", "requires": ["nvidia-open", "nvidia-persistenced"],
                      "added": ["dkms", "nvidia-open"]}
+
+
+def test_the_source_and_the_pin_as_the_lab_nodes_have_them():
+    # as ansible.builtin.deb822_repository and the packages role wrote them on the lab's nodes
+    assert apt.deb822_source("gpuops-nvidia-cuda", "http://127.0.0.1:8765/cuda/",
+                             "/etc/apt/keyrings/gpuops-nvidia-cuda.asc") == (
+        "X-Repolib-Name: gpuops-nvidia-cuda\nSigned-By: /etc/apt/keyrings/gpuops-nvidia-cuda.asc\nSuites: /\n"
+        "Types: deb\nURIs: http://127.0.0.1:8765/cuda/\n")
+    assert apt.pin_text("gpuops-nvidia-driver", ["cuda-drivers", "nvidia-*"], "570.172.08-*") == (
+        "Explanation: Managed by gpuops.nvidia (gpuops-nvidia-driver): these packages resolve to 570.172.08-*\n"
+        "Package: cuda-drivers nvidia-*\nPin: version 570.172.08-*\nPin-Priority: 1001\n")
+
+
+def test_a_branch_change_retires_the_old_branchs_packages():
+    before = ["nvidia-open", "nvidia-fabricmanager-570", "cuda-drivers-570", "python3-pynvml", "libnvidia-nscq-570"]
+    names = ["nvidia-open", "nvidia-fabricmanager-580", "python3-pynvml"]
+    installed = {"nvidia-open": "570.172.08-1", "nvidia-fabricmanager-570": "570.172.08-1", "cuda-drivers-570": "x"}
+    assert apt.retired_branch_packages(before, names, installed) == ["cuda-drivers-570", "nvidia-fabricmanager-570"]
+    record = apt.install_record({"requires": before, "added": before}, "driver", names, [], retired=["nvidia-fabricmanager-570"])
+    assert "nvidia-fabricmanager-570" not in record["requires"] and "nvidia-fabricmanager-580" in record["requires"]
