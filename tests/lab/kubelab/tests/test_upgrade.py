@@ -20,8 +20,13 @@ H100, L40S = "gpuops-lab-h100", "gpuops-lab-l40s"
 STATE = "nvidia.com/gpu-driver-upgrade-state"
 CANARY_TAINT = "gpuops.nvidia/driver-upgrade-canary"
 TARGET = "580.65.06"
-# the lab's "reboot" is the fake driver's: it loads what is installed, its boot time the state file's
-LAB_REBOOT = {"driver_reboot_command": "fake-nvml-reset",
+# the lab's "reboot" is the simulated node's: the fake NVML's reboot ends processes and MIG
+# instances, then what a boot runs - the simulated driver loads what is installed now
+# (gpuops-fake-boot, the driver root of gpuops-fake-driver) and the toolkit's refresh service
+# writes the CDI spec; the boot time is the fake NVML state file's
+LAB_BOOT = ("fake-nvml-reset && systemctl restart gpuops-fake-boot.service gpuops-fake-driver.service"
+            " && systemctl restart nvidia-cdi-refresh.service")
+LAB_REBOOT = {"driver_reboot_command": "sh -c '%s'" % LAB_BOOT,
               "driver_reboot_boot_time_command": "stat -c %.9Y /var/lib/gpuops-fake-nvml/state",
               "validate_workload_timeout": 90, "validate_prometheus_url": "", "driver_upgrade_drain_delay": 3}
 
