@@ -102,8 +102,12 @@ lab-down:
 ## ---- tests --------------------------------------------------------------------------------
 # Under `make test` a test whose prerequisite is missing fails instead of skipping
 # (GPUOPS_REQUIRE_ALL): only a reason a reader sees, like "no GPU", may skip a test.
-test: deps fake-nvml images collection
-	GPUOPS_REQUIRE_ALL=1 $(MAKE) --no-print-directory sanity lint units molecule lab-tests integration
+# molecule's scenarios and the lab cluster's tests run side by side (separate containers, networks
+# and ports; each mostly waits on the other's CPU-bound phases), each with its log kept whole.
+test: deps fake-nvml images collection apt-repo go-binaries
+	GPUOPS_REQUIRE_ALL=1 $(MAKE) --no-print-directory sanity lint units
+	GPUOPS_REQUIRE_ALL=1 $(MAKE) --no-print-directory -j2 --output-sync=target molecule lab-tests
+	GPUOPS_REQUIRE_ALL=1 $(MAKE) --no-print-directory integration
 
 $(AT_ROOT): FORCE
 	@mkdir -p $(AT_ROOT)
@@ -133,7 +137,7 @@ lint:
 
 lab-tests: fake-nvml apt images go-binaries
 	$(BIN)/pytest -q -p no:cacheprovider tests/lab/fake-nvml/tests tests/lab/apt-repo
-	$(BIN)/pytest -q -p no:cacheprovider tests/lab/kubelab/tests
+	$(BIN)/pytest -q -p no:cacheprovider --durations=15 tests/lab/kubelab/tests
 
 molecule: images fake-nvml collection apt-repo
 	tests/lab/run-molecule -j 2
@@ -145,7 +149,7 @@ runtime-binaries: apt
 
 integration: fake-nvml collection runtime-binaries go-binaries
 	GPUOPS_CRIO=$$(tests/lab/go-binaries --dir crio)/crio \
-	GPUOPS_RUNTIME_BINARIES=$(CURDIR)/$(BUILD)/runtimes $(BIN)/pytest -q -p no:cacheprovider tests/integration
+	GPUOPS_RUNTIME_BINARIES=$(CURDIR)/$(BUILD)/runtimes $(BIN)/pytest -q -p no:cacheprovider --durations=10 tests/integration
 
 clean:
 	rm -rf $(BUILD)

@@ -126,3 +126,47 @@ def test_only_the_runs_own_nodes_are_upgraded_the_others_count():
     result = up.plan(nodes, NEW, max_unavailable=3, max_parallel=0, canary=1, members=["gpu-00", "gpu-01", "gpu-02"])
     assert result["canary"] == [["gpu-00"]] and result["waves"] == [["gpu-01", "gpu-02"]]
     assert result["unavailable"] == ["gpu-04"] and result["slots"] == 2
+
+
+def pod(name, gpus=0, owner=None, phase="Running", skip=False):
+    meta = {"name": name, "namespace": "ml"}
+    if owner:
+        meta["ownerReferences"] = [{"kind": owner, "name": "x"}]
+    if skip:
+        meta["labels"] = {up.DRAIN_SKIP_LABEL: "true"}
+    limits = {"nvidia.com/gpu": str(gpus)} if gpus else {}
+    return {"metadata": meta, "status": {"phase": phase},
+            "spec": {"containers": [{"name": "c", "resources": {"limits": limits}}]}}
+
+
+def test_the_pods_the_pod_deletion_step_deletes():
+    pods = [pod("train", 1, "Job"), pod("cpu-only"), pod("plugin", 1, "DaemonSet"), pod("done", 1, phase="Succeeded"),
+            pod("keep", 1, skip=True), pod("mig", 0)]
+    pods[-1]["spec"]["containers"][0]["resources"]["requests"] = {"nvidia.com/mig-1g.10gb": "1"}
+    assert up.gpu_pods(pods) == [{"name": "train", "namespace": "ml"}, {"name": "mig", "namespace": "ml"}]
+    assert up.active_pods(pods) == ["ml/cpu-only", "ml/keep", "ml/mig", "ml/plugin", "ml/train"]
+
+
+def node_obj(name, ready=True, unschedulable=False, taints=()):
+    return {"metadata": {"name": name, "labels": {"nvidia.com/cuda.driver-version.full": OLD}},
+            "spec": {"unschedulable": unschedulable, "taints": list(taints)},
+            "status": {"conditions": [{"type": "Ready", "status": "True" if ready else "False"}]}}
+
+
+def test_a_node_waits_for_its_slot():
+    nodes = [node_obj("a"), node_obj("b", unschedulable=True), node_obj("c"), node_obj("d")]
+    assert up.slot(nodes, "a", 1) == {"free": False, "limit": 1, "unavailable": ["b"]}
+    assert up.slot(nodes, "b", 1)["free"] is True  # itself does not count
+    assert up.slot(nodes, "a", "50%")["free"] is True
+
+
+def test_plan_nodes_from_node_objects_and_the_canary_taint():
+    nodes = [node_obj("a"), node_obj("b", ready=False, taints=[{"key": "gpuops.nvidia/driver-upgrade-canary"}])]
+    assert up.from_node_objects(nodes) == [
+        {"name": "a", "labels": {"nvidia.com/cuda.driver-version.full": OLD}, "ready": True, "unschedulable": False,
+         "driver": OLD},
+        {"name": "b", "labels": {"nvidia.com/cuda.driver-version.full": OLD}, "ready": False, "unschedulable": False,
+         "driver": OLD}]
+    assert up.tainted(nodes, "gpuops.nvidia/driver-upgrade-canary") == ["b"]
+    plan = up.plan(up.from_node_objects(nodes), NEW, max_unavailable=2, max_parallel=0, canary=1)
+    assert up.order(plan) == [["gpuops_upgrade_first", "a"], ["gpuops_upgrade_rest", "b"]]
