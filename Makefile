@@ -147,7 +147,7 @@ molecule: images fake-nvml collection apt-repo
 runtime-binaries: apt
 	tests/lab/runtime-binaries $(BUILD)/runtimes
 
-integration: fake-nvml collection runtime-binaries go-binaries
+integration: fake-nvml collection runtime-binaries go-binaries apt-repo
 	GPUOPS_CRIO=$$(tests/lab/go-binaries --dir crio)/crio \
 	GPUOPS_RUNTIME_BINARIES=$(CURDIR)/$(BUILD)/runtimes $(BIN)/pytest -q -p no:cacheprovider --durations=10 tests/integration
 

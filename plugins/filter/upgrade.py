@@ -21,10 +21,12 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.gpuops.nvidia.plugins.module_utils import upgrade_plan
 
 
-def _plan(nodes, target, max_unavailable="25%", max_parallel=1, canary=1, retry_failed=False, members=None):
+def _plan(nodes, target, max_unavailable="25%", max_parallel=1, canary=1, retry_failed=False, members=None,
+          canary_group_missing=False):
     try:
         return upgrade_plan.plan(nodes, target, max_unavailable=max_unavailable, max_parallel=max_parallel,
-                                 canary=canary, retry_failed=retry_failed, members=members)
+                                 canary=canary, retry_failed=retry_failed, members=members,
+                                 canary_group_missing=canary_group_missing)
     except upgrade_plan.PlanError as exc:
         raise AnsibleFilterError(str(exc))
 

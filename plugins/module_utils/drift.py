@@ -16,8 +16,15 @@ import re
 
 try:
     import tomllib as _toml
-except ImportError:  # Python < 3.11
-    _toml = None
+except ImportError:  # Python < 3.11: tomli, else tomlkit (which runtime_config needs anyway)
+    try:
+        import tomli as _toml
+    except ImportError:
+        _toml = None
+try:
+    import tomlkit as _tomlkit
+except ImportError:
+    _tomlkit = None
 
 # the facts the fleet view groups the nodes by
 FLEET_KEYS = ("driver", "toolkit", "runtime", "kernel", "gpu_models", "mig_layout", "device_plugin", "dcgm_exporter")
@@ -82,13 +89,22 @@ def toolkit_item(installed: str | None, version: str | None) -> dict:
                 "run the toolkit stage (site.yml --tags toolkit)")
 
 
+class NoTomlParser(Exception):
+    """Neither tomllib, tomli nor tomlkit: a TOML configuration cannot be audited."""
+
+
 def _toml_load(text: str | None) -> dict:
-    if not text or _toml is None:
+    if not text:
         return {}
     try:
-        return _toml.loads(text)
+        if _toml is not None:
+            return _toml.loads(text)
+        if _tomlkit is not None:
+            return _tomlkit.parse(text).unwrap()
     except ValueError:
         return {}
+    raise NoTomlParser("no TOML parser on the node: install tomli or tomlkit for the Python that runs Ansible's "
+                       "modules, to audit the container runtime's configuration")
 
 
 def _find_runtime(tree, runtime_name: str):
@@ -242,8 +258,8 @@ def lines(records: list, view: dict) -> list:
             out.append("%s differs across the fleet: %s" % (key, "; ".join(
                 "%s on %s" % (value, ", ".join(nodes)) for value, nodes in groups.items())))
     for outlier in view["outliers"]:
-        out.append("outlier: %s has %s %s (most nodes: %s)" % (outlier["node"], outlier["key"], outlier["value"],
-                                                             outlier["majority"]))
+        out.append("outlier: %s has %s %s (most nodes: %s)"
+                   % (outlier["node"], outlier["key"], outlier["value"], outlier["majority"]))
     drifted = sum(1 for r in records if r["summary"]["drifted"])
     out.append("%d node(s): %d drifted, %d outlier(s)" % (len(records), drifted, len({o["node"] for o in view["outliers"]})))
     return out

@@ -62,9 +62,9 @@ def backup(module, path: str, directory: str | None = None) -> str | None:
     return target
 
 
-def write_atomic(module, path: str, text: str, backup_dir: str | None = None, mode: int | None = None,
+def write_atomic(module, path: str, text: str | bytes, backup_dir: str | None = None, mode: int | None = None,
                  like: str | None = None, keep_backup: bool = False) -> str | None:
-    """Write text to path through a temp file in the same directory and an atomic move.
+    """Write text (or bytes) to path through a temp file in the same directory and an atomic move.
     Owner and mode: the existing file's, else those of `like` (another file), else mode/0644.
     With keep_backup, the file is backed up first (see backup()). Returns the backup's path."""
     directory = os.path.dirname(path)
@@ -79,7 +79,8 @@ def write_atomic(module, path: str, text: str, backup_dir: str | None = None, mo
         perms, owner = (mode if mode is not None else 0o644), None
     fd, tmp = tempfile.mkstemp(prefix=".%s." % os.path.basename(path), dir=directory or ".")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        # bytes as they are (a binary keyring), text as UTF-8
+        with (os.fdopen(fd, "wb") if isinstance(text, bytes) else os.fdopen(fd, "w", encoding="utf-8")) as handle:
             handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())

@@ -69,6 +69,7 @@ SOURCES = {
     "row_remap_pending": "NVML remapped rows",
     "nvlink_down": "NVML NVLink state",
     "gpu_lost": "NVML (GPU is lost)",
+    "gpu_missing": "the inventory record (NVML no longer lists the GPU)",
 }
 
 # A few words per finding, for the node's verdict line.
@@ -78,6 +79,7 @@ SHORT = {
     "row_remap_failure": "row-remap failure",
     "row_remap_pending": "row remap pending",
     "gpu_lost": "lost",
+    "gpu_missing": "missing",
     "nvlink_down": "NVLink down",
     "pcie_link_degraded": "PCIe link degraded",
     "throttle_thermal": "thermal slowdown",
@@ -87,10 +89,12 @@ SHORT = {
 }
 
 # Findings that mean the GPU itself must be replaced (NVIDIA, "RMA Policy Thresholds for Row
-# Remapping": a row-remapping failure is an RMA criterion; XID 64 is the driver's report of one),
-# and a GPU that is lost (XID 79; once a reboot does not bring it back, it is hardware).
-RMA_CODES = ("row_remap_failure", "gpu_lost")
+# Remapping": a row-remapping failure is an RMA criterion; XID 64 is the driver's report of one).
+RMA_CODES = ("row_remap_failure",)
 RMA_XIDS = (64,)
+# A GPU lost (XID 79, NVML: GPU is lost) or missing from NVML: the node is drained and rebooted
+# first, because a reboot often brings it back; one still gone after a reboot is hardware (RMA).
+GONE_CODES = ("gpu_lost", "gpu_missing")
 
 
 def _finding(code: str, severity: str, gpu: dict | None, message: str, fix: str, **extra) -> dict:
@@ -282,9 +286,10 @@ def _with_source(item: dict) -> dict:
 def gpu_findings(gpu: dict) -> list:
     """All findings for one GPU snapshot, related ones merged, errors first."""
     if gpu.get("lost"):
+        why = ("NVML answers %s for it" % gpu["error"]) if gpu.get("error") else "the driver can no longer reach it"
         found = [_finding(
             "gpu_lost", "error", gpu,
-            "%s is lost: the driver can no longer reach it" % _label(gpu),
+            "%s is lost: %s" % (_label(gpu), why),
             "drain the node and reboot it; if the GPU stays lost, check power, seating and XID 79 "
             "in the kernel log, and RMA it")]
         found += _xid_findings(gpu)
@@ -319,6 +324,24 @@ def node_findings(driver: dict, gpus: list) -> list:
     return found
 
 
+def missing_findings(record: dict | None) -> list:
+    """Errors for the GPUs the inventory record knows that NVML no longer lists at all (state
+    "missing": gone from the bus, or hidden from the driver), with the identity the record kept."""
+    found = []
+    for entry in (record or {}).get("gpus") or []:
+        if entry.get("state") != "missing":
+            continue
+        gpu = {"index": entry.get("index"), "uuid": entry.get("uuid"), "name": entry.get("name"),
+               "pci": {"bus_id": entry.get("slot")}}
+        found.append(_with_source(_finding(
+            "gpu_missing", "error", gpu,
+            "%s is missing: NVML no longer lists it (serial %s, last seen %s)"
+            % (_label(gpu), entry.get("serial") or "unknown", entry.get("last_seen") or "unknown"),
+            "drain the node and reboot it; if the GPU stays missing, check lspci, power and seating "
+            "and the kernel log for XID 79, and RMA it")))
+    return found
+
+
 def summarize(items: list) -> dict:
     """Counts by severity, and whether the node is healthy (no errors or warnings)."""
     found = fnd.summary(items)
@@ -338,7 +361,9 @@ def _short(item: dict) -> str:
     return SHORT.get(item["code"], item["code"].replace("_", " "))
 
 
-def _needs_rma(item: dict) -> bool:
+def _needs_rma(item: dict, identities: dict) -> bool:
+    if item["code"] in GONE_CODES:
+        return bool((identities.get(item.get("gpu")) or {}).get("lost_after_reboot"))
     return item["code"] in RMA_CODES or (item["code"] == "xid" and item.get("xid") in RMA_XIDS)
 
 
@@ -352,39 +377,51 @@ def _by_subject(items: list) -> list:
     return list(grouped.items())
 
 
-def _rma_entry(subject: str, reasons: list, gpu: int | None, identities: dict) -> str:
-    known = identities.get(gpu) or {}
+def _gone_details(known: dict, reasons: list) -> list:
     details = []
     if known.get("serial"):
         details.append("serial %s" % known["serial"])
-    if "lost" in reasons:
+    gone = [reason for reason in reasons if reason in ("lost", "missing")]
+    if gone:
         if known.get("last_seen"):
             details.append("last seen %s" % known["last_seen"])
-        details.append("still lost after a reboot" if known.get("lost_after_reboot")
-                       else "lost; reboot once, RMA if it stays lost")
-    details.extend(reason for reason in reasons if reason != "lost")
-    return "%s (%s)" % (subject, ", ".join(details))
+        details.append("still %s after a reboot" % gone[0] if known.get("lost_after_reboot")
+                       else "%s; RMA if it stays %s after the reboot" % (gone[0], gone[0]))
+    details.extend(reason for reason in reasons if reason not in ("lost", "missing"))
+    return details
+
+
+def _entries(items: list, identities: dict) -> str:
+    gpu_of = {item.get("subject"): item.get("gpu") for item in items}
+    return ", ".join("%s (%s)" % (subject, ", ".join(_gone_details(identities.get(gpu_of[subject]) or {}, reasons)))
+                     for subject, reasons in _by_subject(items))
 
 
 def verdict(items: list, identities: dict | None = None) -> dict:
     """The node's verdict from its findings: the status (VERDICTS), one line an on-call engineer
     acts on ('degraded: drain and investigate GPU 2 (uncorrectable ECC)', 'RMA GPU 7 (serial ...)'),
     and the GPUs concerned. identities: GPU index -> what the inventory record knows of it (serial,
-    last_seen, lost_after_reboot), for GPUs NVML no longer describes."""
+    last_seen, lost_after_reboot), for GPUs NVML no longer describes. A GPU lost or missing is a
+    reboot first (degraded) and an RMA once it is still gone after a reboot."""
     identities = identities or {}
     errors = [item for item in items if item["severity"] == "error"]
     warnings = [item for item in items if item["severity"] == "warning"]
-    rma_subjects = {item.get("subject") for item in errors if _needs_rma(item)}
-    # a GPU to replace takes its other errors into its RMA entry
+    rma_subjects = {item.get("subject") for item in errors if _needs_rma(item, identities)}
+    # a GPU to replace (or to reboot for) takes its other errors into its entry
     rma = [item for item in errors if item.get("subject") in rma_subjects]
-    rma.sort(key=lambda item: not _needs_rma(item))
-    gpu_errors = [item for item in errors if item.get("subject") not in rma_subjects and item.get("subject") != "node"]
+    rma.sort(key=lambda item: not _needs_rma(item, identities))
+    gone_subjects = {item.get("subject") for item in errors
+                     if item["code"] in GONE_CODES and item.get("subject") not in rma_subjects}
+    gone = [item for item in errors if item.get("subject") in gone_subjects]
+    gone.sort(key=lambda item: item["code"] not in GONE_CODES)
+    gpu_errors = [item for item in errors if item.get("subject") not in rma_subjects | gone_subjects
+                  and item.get("subject") != "node"]
     node_errors = [item for item in errors if item.get("subject") == "node"]
     parts = []
     if rma:
-        gpu_of = {item.get("subject"): item.get("gpu") for item in rma}
-        parts.append("RMA " + ", ".join(_rma_entry(subject, reasons, gpu_of[subject], identities)
-                                        for subject, reasons in _by_subject(rma)))
+        parts.append("RMA " + _entries(rma, identities))
+    if gone:
+        parts.append("drain the node and reboot it for " + _entries(gone, identities))
     if gpu_errors:
         parts.append("drain and investigate " + ", ".join(
             "%s (%s)" % (subject, ", ".join(reasons)) for subject, reasons in _by_subject(gpu_errors)))
@@ -395,7 +432,7 @@ def verdict(items: list, identities: dict | None = None) -> dict:
             "%s (%s)" % (subject, ", ".join(reasons)) for subject, reasons in _by_subject(warnings)))
     if rma:
         status = "rma"
-    elif gpu_errors:
+    elif gone or gpu_errors:
         status = "degraded"
     elif node_errors:
         status = "not_ready"

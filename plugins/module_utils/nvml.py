@@ -407,8 +407,10 @@ def read_node(xid_wait_ms: int = 0) -> dict:
             try:
                 handle = pynvml.nvmlDeviceGetHandleByIndex(index)
             except pynvml.NVMLError as exc:
-                gpus.append({"index": index, "lost": exc.value == _ERR_GPU_IS_LOST, "name": None,
-                             "uuid": None, "pci": {}, "xids": [], "error": str(exc)})
+                # GPU_IS_LOST, or another error (UNKNOWN, INSUFFICIENT_POWER, ...): either way NVML
+                # cannot describe the GPU, so it is reported as unreachable, never as a new GPU
+                gpus.append({"index": index, "lost": True, "name": None, "uuid": None, "pci": {}, "xids": [],
+                             "error": None if exc.value == _ERR_GPU_IS_LOST else str(exc)})
                 continue
             try:
                 gpus.append(_device(index, handle))

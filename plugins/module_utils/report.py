@@ -186,6 +186,11 @@ def lines(info: dict, node_verdict: dict, events: list | None = None, known: dic
         for gpu in gpus:
             out += gpu_lines(gpu, by_gpu, known.get(gpu.get("index")))
             out += _mig_lines(gpu)
+        for entry in info.get("missing_gpus") or []:
+            head = _row(["GONE", entry.get("index"), _model(entry.get("name")), short_uuid(entry.get("uuid"))])
+            out += wrap("serial %s, slot %s, last seen %s" % (entry.get("serial") or "unknown", entry.get("slot"),
+                                                              entry.get("last_seen") or "unknown"),
+                        indent=" " * 10, first=head + " ")
     for event in events or []:
         out += wrap(event["message"], indent="    ", first="change: ")
     counts = fnd.counts(info.get("health") or [])

@@ -82,7 +82,7 @@ def _canary(pending: list, canary) -> list:
 
 
 def plan(nodes: list, target: str | None, max_unavailable="25%", max_parallel: int = 1, canary=1,
-         retry_failed: bool = False, members=None) -> dict:
+         retry_failed: bool = False, members=None, canary_group_missing: bool = False) -> dict:
     """The waves of an upgrade to driver ``target``.
 
     canary: a count (the first nodes by name) or the names of the canary group; its waves come
@@ -111,7 +111,8 @@ def plan(nodes: list, target: str | None, max_unavailable="25%", max_parallel: i
     # in the first wave after the canary without taking a slot (an admin's cordon stays)
     unavailable = sorted(v["name"] for v in views if not v["available"] and v["name"] not in resume)
     free = [name for name in pending if name in unavailable]
-    slots = limit - len(unavailable) - len(resume)
+    # (the nodes resumed first hold slots of their own until they are done)
+    slots = limit - len(unavailable)
     if parallel:
         slots = min(slots, parallel)
     problems = []
@@ -121,7 +122,15 @@ def plan(nodes: list, target: str | None, max_unavailable="25%", max_parallel: i
     if slots < 1 and [name for name in pending if name not in free]:
         problems.append("no node can be taken out of service: %d GPU node(s) are unavailable already (%s) and "
                         "max_unavailable allows %d; bring them back or raise max_unavailable"
-                        % (len(unavailable) + len(resume), ", ".join(unavailable + resume), limit))
+                        % (len(unavailable), ", ".join(unavailable), limit))
+    if members is not None:
+        unknown = sorted(set(members) - {v["name"] for v in views})
+        if unknown:
+            problems.append("%s: not a GPU node of the cluster (no Node of that name, or without the GPU node label); "
+                            "set driver_upgrade_node_name (or node_labels_node_name) to the host's Kubernetes node "
+                            "name, or run the labels stage first" % ", ".join(unknown))
+    if isinstance(canary, (list, tuple)) and canary_group_missing:
+        problems.append("the canary group has no GPU node of this run: check the group name in upgrade_canary")
     canaries = _canary([name for name in pending if name not in free], canary)
     rest = [name for name in pending if name not in canaries and name not in free]
     size = max(slots, 1)
@@ -230,8 +239,10 @@ def slot(nodes: list, me: str, max_unavailable) -> dict:
     return {"free": len(others) < limit, "limit": limit, "unavailable": others}
 
 
-def from_node_objects(nodes: list, driver_label: str = "nvidia.com/cuda.driver-version.full") -> list:
-    """The plan's node dicts from Node objects (the driver each runs from GFD's label)."""
+def from_node_objects(nodes: list, driver_label: str = "nvidia.com/cuda.driver-version.full",
+                      drivers: dict | None = None) -> list:
+    """The plan's node dicts from Node objects: the driver each runs from ``drivers`` (node name ->
+    the version the host itself reports, for the run's own nodes), else GFD's label."""
     out = []
     for node in nodes or []:
         meta = node.get("metadata") or {}
@@ -240,7 +251,7 @@ def from_node_objects(nodes: list, driver_label: str = "nvidia.com/cuda.driver-v
         out.append({"name": meta.get("name"), "labels": labels,
                     "ready": any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions),
                     "unschedulable": bool((node.get("spec") or {}).get("unschedulable")),
-                    "driver": labels.get(driver_label)})
+                    "driver": (drivers or {}).get(meta.get("name")) or labels.get(driver_label)})
     return out
 
 
@@ -250,9 +261,13 @@ def tainted(nodes: list, key: str) -> list:
                   if any(t.get("key") == key for t in (n.get("spec") or {}).get("taints") or []))
 
 
-def order(plan_result: dict) -> list:
+def order(plan_result: dict, phase: str = "all") -> list:
     """[[group, node]] in the order the playbook upgrades them: the nodes an earlier run left midway
-    and the canary first (gpuops_upgrade_first), then the waves (gpuops_upgrade_rest)."""
-    first = plan_result["resume"] + [name for wave in plan_result["canary"] for name in wave]
+    and the canary first (gpuops_upgrade_first), then the waves (gpuops_upgrade_rest). In phase
+    ``rest`` (after the canary's own run) the nodes left midway go first among the rest."""
+    canary = [name for wave in plan_result["canary"] for name in wave]
     rest = [name for wave in plan_result["waves"] for name in wave]
-    return [["gpuops_upgrade_first", name] for name in first] + [["gpuops_upgrade_rest", name] for name in rest]
+    if phase == "rest":
+        return [["gpuops_upgrade_rest", name] for name in plan_result["resume"] + canary + rest]
+    return ([["gpuops_upgrade_first", name] for name in plan_result["resume"] + canary]
+            + [["gpuops_upgrade_rest", name] for name in rest])

@@ -87,7 +87,7 @@ options:
     type: dict
     default: {}
   environment:
-    description: Environment for apt (C(http_proxy), C(https_proxy)).
+    description: Environment for apt (C(http_proxy), C(https_proxy)); never logged, as a proxy URL may carry a password.
     type: dict
     default: {}
 attributes:
@@ -175,6 +175,16 @@ def _record(module, path: str) -> dict | None:
         module.fail_json(msg="the installation record %s is not JSON (%s); move it away; nothing was changed" % (path, exc))
 
 
+def _record_partial(module, path: str, previous: dict | None, params: dict, before: dict, retired: list):
+    now = apt_ops.installed(module)
+    added = sorted(name for name in now if name not in before)
+    gone = [name for name in retired if name not in now]
+    if added or gone:
+        record = apt.install_record(previous, params["owner"], [_base_name(n) for n in params["names"]], added,
+                                    retired=gone)
+        files.write_atomic(module, path, json.dumps(record, indent=2, sort_keys=True) + "\n", mode=0o644)
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
@@ -190,7 +200,7 @@ def main():
             tolerate=dict(type="list", elements="str", default=[]),
             strict=dict(type="list", elements="path", default=[]),
             hints=dict(type="dict", default={}),
-            environment=dict(type="dict", default={}),
+            environment=dict(type="dict", default={}, no_log=True),
         ),
         supports_check_mode=True,
     )
@@ -217,7 +227,12 @@ def main():
         options += ["--allow-downgrades"] if params["allow_downgrade"] else []
         planned = apt_ops.simulate_install(module, wanted, options, environment) if wanted else []
         if planned and not module.check_mode:
-            apt_ops.install(module, wanted, options, environment)
+            try:
+                apt_ops.install(module, wanted, options, environment)
+            except apt_ops.AptError:
+                # what apt installed before it failed is recorded too, so a removal takes it away
+                _record_partial(module, path, previous, params, before, retired)
+                raise
             after = apt_ops.installed(module)
             planned = [(name, version) for name, version in after.items() if before.get(name) != version]
         else:

@@ -53,7 +53,7 @@ options:
     type: dict
     default: {}
   environment:
-    description: Environment for apt, for example C(http_proxy) / C(https_proxy).
+    description: Environment for apt, for example C(http_proxy) / C(https_proxy); never logged, as a proxy URL may carry a password.
     type: dict
     default: {}
 attributes:
@@ -124,7 +124,7 @@ def main():
             tolerate=dict(type="list", elements="str", default=[]),
             strict=dict(type="list", elements="path", default=[]),
             hints=dict(type="dict", default={}),
-            environment=dict(type="dict", default={}),
+            environment=dict(type="dict", default={}, no_log=True),
         ),
         supports_check_mode=True,
     )

@@ -19,7 +19,8 @@ description:
     (C(/etc/apt/sources.list.d/<name>.sources)) trusted only with that key (C(Signed-By)), an apt
     pin (C(/etc/apt/preferences.d/<pin name>.pref)) that keeps packages at a version pattern, and
     a refresh of this source's lists when the key or the source changed (naming apt's reason and
-    the fix when it fails).
+    the fix when it fails). A refresh that failed is tried again on the next run - a marker
+    (C(/var/lib/gpuops/apt-sources/<name>.refreshed)) records the key and source last refreshed.
   - Without O(url) only the pin is managed (packages from the distribution's own sources).
   - Key changes and diffs show fingerprints, algorithms, creation dates and uids, never base64.
 author:
@@ -51,7 +52,9 @@ options:
     choices: [present, absent]
     default: present
   refresh:
-    description: Refresh this source's lists when the key or the source changed (never in check mode).
+    description:
+      - Refresh this source's lists when the key or the source changed, or when they were not
+        refreshed successfully since (never in check mode).
     type: bool
     default: true
   hints:
@@ -59,7 +62,7 @@ options:
     type: dict
     default: {}
   environment:
-    description: Environment for the key download and apt (C(http_proxy), C(https_proxy)).
+    description: Environment for the key download and apt (C(http_proxy), C(https_proxy)); never logged, as a proxy URL may carry a password.
     type: dict
     default: {}
   timeout:
@@ -116,8 +119,13 @@ refreshed:
   description: Whether this source's lists were refreshed.
   returned: always
   type: bool
+refresh_needed:
+  description: Whether this source's lists were (would be, in check mode) refreshed because the last refresh of this key and source did not succeed.
+  returned: always
+  type: bool
 """
 
+import hashlib
 import os
 
 from ansible.module_utils.basic import AnsibleModule
@@ -125,7 +133,10 @@ from ansible.module_utils.common.text.converters import to_text
 
 from ansible_collections.gpuops.nvidia.plugins.module_utils import apt, apt_ops, files
 
-KEYRINGS, SOURCES, PREFERENCES = "/etc/apt/keyrings", "/etc/apt/sources.list.d", "/etc/apt/preferences.d"
+KEYRINGS = "/etc/apt/keyrings"
+SOURCES = "/etc/apt/sources.list.d"
+PREFERENCES = "/etc/apt/preferences.d"
+MARKERS = "/var/lib/gpuops/apt-sources"
 
 
 def main():
@@ -134,12 +145,12 @@ def main():
             name=dict(type="str", required=True),
             url=dict(type="str", default=""),
             key=dict(type="str", no_log=False),
-            key_url=dict(type="str"),
+            key_url=dict(type="str", no_log=False),
             pin=dict(type="dict"),
             state=dict(type="str", choices=["present", "absent"], default="present"),
             refresh=dict(type="bool", default=True),
             hints=dict(type="dict", default={}),
-            environment=dict(type="dict", default={}),
+            environment=dict(type="dict", default={}, no_log=True),
             timeout=dict(type="int", default=30),
             validate_certs=dict(type="bool", default=True),
         ),
@@ -159,7 +170,8 @@ def main():
         os.environ[variable] = str(value)
 
     # what each file should hold (None: absent); the key is fetched and checked before any write
-    wanted, diffs, result = {}, [], {"changed": False, "files": [], "source_changed": False, "refreshed": False}
+    wanted, diffs = {}, []
+    result = {"changed": False, "files": [], "source_changed": False, "refreshed": False, "refresh_needed": False}
     try:
         if params["url"] or not present:
             key_bytes, keys = (apt_ops.wanted_key(module, params["key"], params["key_url"], keyring, params["timeout"])
@@ -192,19 +204,29 @@ def main():
             else:
                 diffs.append(files.diff_entry(path, to_text(before) if before is not None else None,
                                               to_text(after_bytes) if after_bytes is not None else None))
-    result["changed"] = bool(result["files"])
+    # the key and source whose lists were last refreshed: a refresh that failed is tried again
+    marker = os.path.join(MARKERS, "%s.refreshed" % name)
+    stamp = None
+    if present and params["url"]:
+        stamp = hashlib.sha256(wanted[keyring] + b"\0" + wanted[source].encode("utf-8")).hexdigest() + "\n"
+    refresh = bool(stamp and params["refresh"] and (result["source_changed"] or files.read_text(marker) != stamp))
+    result["refresh_needed"] = refresh and not result["source_changed"]
+    result["changed"] = bool(result["files"]) or refresh
     if result["changed"] and not module.check_mode:
         for path in result["files"]:
             if wanted[path] is None:
                 files.remove(module, path)
             else:
-                files.write_atomic(module, path, to_text(wanted[path], errors="surrogate_or_strict"), mode=0o644)
-        if present and params["url"] and result["source_changed"] and params["refresh"]:
+                files.write_atomic(module, path, wanted[path], mode=0o644)
+        if refresh:
             try:
                 apt_ops.refresh(module, sources=[source], hints=params["hints"], environment=params["environment"])
             except apt_ops.AptError as exc:
                 module.fail_json(msg=str(exc), problems=exc.problems, changed=True)
+            files.write_atomic(module, marker, stamp, mode=0o644)
             result["refreshed"] = True
+    if not present and os.path.exists(marker) and not module.check_mode:
+        files.remove(module, marker)
     if diffs:
         result["diff"] = diffs
     module.exit_json(**result)

@@ -176,7 +176,7 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
-from ansible_collections.gpuops.nvidia.plugins.module_utils import files, gpu_facts, gpu_inventory, health, nvml, report
+from ansible_collections.gpuops.nvidia.plugins.module_utils import files, findings, gpu_facts, gpu_inventory, health, nvml, report
 
 
 def _now() -> str:
@@ -231,6 +231,13 @@ def main():
                                              boot_id=_boot_id(params["host_root"]))
         after = json.dumps(record, indent=2, sort_keys=True) + "\n"
         known = gpu_inventory.identities(record, info["gpus"])
+        missing = [entry for entry in record["gpus"] if entry.get("state") == "missing"]
+        if missing and info["driver"].get("loaded"):
+            # GPUs NVML no longer lists at all: errors too, with the identity the record kept
+            info["health"] = findings.ordered(info["health"] + health.missing_findings(record))
+            summary = health.summarize(info["health"])
+            info.update(healthy=summary["healthy"], health_counts=summary["counts"], missing_gpus=missing)
+            result.update(info)
         result.update(record=record, changes=events)
         if previous is None or record["updated"] != previous.get("updated"):
             problem = files.check_writable(path)

@@ -134,7 +134,7 @@ import os
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpuops.nvidia.plugins.module_utils import (commands, driver_state, drift, files, gpu_facts,
-                                                                    gpu_inventory, kernel, nvml)
+                                                                    gpu_inventory, health, kernel, nvml)
 from ansible_collections.gpuops.nvidia.plugins.module_utils.runtime import detect
 
 CONFIGS = {
@@ -198,11 +198,11 @@ def _runtime_items(module, params, root):
     return found, "%s %s" % (runtime, ".".join(map(str, version)) if version else "?")
 
 
-def _mig_item(params):
+def _mig_item(params, root):
     from ansible_collections.gpuops.nvidia.plugins.module_utils import mig_apply  # pylint: disable=import-outside-toplevel
     try:
         import yaml  # pylint: disable=import-outside-toplevel
-        with open(params["mig_config_file"], encoding="utf-8") as handle:
+        with open(_under(root, params["mig_config_file"]), encoding="utf-8") as handle:
             document = yaml.safe_load(handle)
         result, _record = mig_apply.plan_only(document, params["mig_config_name"])
     except (OSError, ImportError) as exc:
@@ -254,28 +254,34 @@ def main():
     facts["toolkit"] = toolkit_version
 
     if params["runtime"] != "none":
-        found, facts["runtime"] = _runtime_items(module, params, root)
+        try:
+            found, facts["runtime"] = _runtime_items(module, params, root)
+        except drift.NoTomlParser as exc:
+            module.fail_json(msg=str(exc))
         items += found
     facts["kernel"] = os.uname()[2] if root == "/" else None
 
     if info is not None:
         facts["gpu_models"] = sorted({gpu.get("name") or "unknown (lost)" for gpu in info["gpus"]})
-        events = []
+        events, node_verdict = [], info["verdict"]
         if params["inventory_path"]:
-            text = files.read_text(params["inventory_path"])
+            text = files.read_text(_under(root, params["inventory_path"]))
             try:
                 previous = json.loads(text) if text else None
-                _record, events = gpu_inventory.merge(previous, info, host="", now="now")
+                record, events = gpu_inventory.merge(previous, info, host="", now="now")
+                # GPUs the record knows that NVML no longer lists are errors too
+                node_verdict = health.verdict(info["health"] + health.missing_findings(record),
+                                              gpu_inventory.identities(record, info["gpus"]))
             except (ValueError, gpu_inventory.RecordError):
                 events = []
-        items += drift.hardware_items(info["verdict"] if info["driver"]["loaded"] else None, events)
+        items += drift.hardware_items(node_verdict if info["driver"]["loaded"] else None, events)
         if params["cdi_spec_dirs"] and info["driver"]["loaded"]:
             from ansible_collections.gpuops.nvidia.plugins.module_utils import cdi  # pylint: disable=import-outside-toplevel
             if cdi.HAS_YAML:
                 specs, problems = cdi.read_specs(params["cdi_spec_dirs"], root)
                 items.append(drift.cdi_item(cdi.check(specs, problems, info["gpus"])))
         if params["mig_config_name"] and info["driver"]["loaded"]:
-            items.append(_mig_item(params))
+            items.append(_mig_item(params, root))
             facts["mig_layout"] = params["mig_config_name"] if items[-1]["ok"] else items[-1]["actual"]
     expected = {"driver": params["driver_version"] or params["driver_branch"] or None,
                 "toolkit": params["toolkit_version"] or None}

@@ -96,7 +96,6 @@ previous_keys:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.common.text.converters import to_text
 
 from ansible_collections.gpuops.nvidia.plugins.module_utils import apt_ops, files
 
@@ -138,7 +137,7 @@ def main():
             if after is None:
                 files.remove(module, path)
             else:
-                files.write_atomic(module, path, to_text(after, errors="surrogate_or_strict"), mode=0o644)
+                files.write_atomic(module, path, after, mode=0o644)
         if module._diff:
             result["diff"] = apt_ops.key_diff(path, before, after, previous, keys)
     module.exit_json(**result)

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 # -*- coding: utf-8 -*-
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """What a converged run costs on the lab's nodes: the site's host stages a second time (it must
@@ -46,7 +45,7 @@ def recap(stdout):
 
 def timed(runs, *args, expect_ok=True):
     times, last = [], None
-    for _ in range(runs):
+    for _run in range(runs):
         seconds, res = run(*args)
         if expect_ok and res.returncode != 0:
             sys.exit("ansible-playbook %s failed:\n%s" % (" ".join(args), res.stdout[-4000:]))
@@ -56,7 +55,7 @@ def timed(runs, *args, expect_ok=True):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
     parser.add_argument("--runs", type=int, default=3)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:

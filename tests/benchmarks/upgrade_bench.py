@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 # -*- coding: utf-8 -*-
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Rolling driver upgrade of N synthetic GPU nodes of the lab cluster (kwok), through
@@ -59,7 +58,7 @@ class Watch(threading.Thread):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
     parser.add_argument("--nodes", type=int, default=64)
     parser.add_argument("--parallel", type=int, default=16)
     parser.add_argument("--max-unavailable", default="25%")
@@ -68,8 +67,8 @@ def main():
     if not os.path.exists(KUBECONFIG):
         sys.exit("the lab cluster is not up: run make lab first")
     subprocess.run([KUBE, "synthetic", str(args.nodes), PROFILE], check=True, capture_output=True)
-    names = [n for n in kubectl("get", "nodes", "-l", "gpuops.lab/profile=" + PROFILE + ",gpuops.lab/node=synthetic",
-                                "-o", "jsonpath={.items[*].metadata.name}").split()][:args.nodes]
+    names = kubectl("get", "nodes", "-l", "gpuops.lab/profile=" + PROFILE + ",gpuops.lab/node=synthetic",
+                    "-o", "jsonpath={.items[*].metadata.name}").split()[:args.nodes]
     python = os.path.join(REPO, ".venv", "bin", "python")
     inventory = {"all": {"children": {"gpu_nodes": {"hosts": {
         name: {"ansible_connection": "local", "ansible_python_interpreter": python,

@@ -75,13 +75,28 @@ def test_holds_are_set_and_released(tmp_path):
     try:
         planned = run(args, check_mode=True)
         assert planned["held"] == ["dpkg"]
-        assert "dpkg" not in subprocess.run(["apt-mark", "showhold"], capture_output=True, text=True).stdout.split()
+        assert "dpkg" not in subprocess.run(["apt-mark", "showhold"], capture_output=True, text=True, check=True).stdout.split()
         held = run(args)
         assert held["changed"] is True and held["held"] == ["dpkg"]
-        assert "dpkg" in subprocess.run(["apt-mark", "showhold"], capture_output=True, text=True).stdout.split()
+        assert "dpkg" in subprocess.run(["apt-mark", "showhold"], capture_output=True, text=True, check=True).stdout.split()
         assert run(args)["changed"] is False
         released = run(dict(args, hold_state=False))
         assert released["held"] == ["dpkg"]
-        assert "dpkg" not in subprocess.run(["apt-mark", "showhold"], capture_output=True, text=True).stdout.split()
+        assert "dpkg" not in subprocess.run(["apt-mark", "showhold"], capture_output=True, text=True, check=True).stdout.split()
     finally:
         subprocess.run(["apt-mark", "unhold", "dpkg"], capture_output=True, check=False)
+
+
+def test_a_proxy_password_in_the_environment_is_never_logged(tmp_path):
+    """environment is no_log: a proxy URL's password appears nowhere in ansible's output, -vvv
+    included (module arguments echoed back as the invocation)."""
+    secret = "s3cret-proxy-pass"
+    args = {"names": ["dpkg"], "owner": "test", "record_dir": str(tmp_path), "cache_valid_time": NO_REFRESH,
+            "environment": {"http_proxy": "http://user:%s@127.0.0.1:9" % secret}}
+    argv = [os.path.join(BIN, "ansible"), "localhost", "-vvv", "-m", "gpuops.nvidia.apt_install", "-a", json.dumps(args),
+            "--check"]
+    proc = subprocess.run(argv, env=_env(), capture_output=True, text=True, timeout=300, check=False)
+    result = json.loads(proc.stdout[proc.stdout.index("{"):])["plays"][0]["tasks"][0]["hosts"]["localhost"]
+    assert "failed" not in result or not result["failed"], result
+    assert result["invocation"]["module_args"]["environment"] == {"http_proxy": "VALUE_SPECIFIED_IN_NO_LOG_PARAMETER"}
+    assert secret not in proc.stdout and secret not in proc.stderr

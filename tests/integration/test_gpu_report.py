@@ -58,9 +58,10 @@ def test_record_check_mode_then_converge_then_idempotent(lab, tmp_path):
     assert _stats(out)["changed"] == 0 and record.read_text() == before
 
 
-def test_a_lost_gpu_keeps_its_serial_and_the_report_says_rma(lab, tmp_path):
+def test_a_lost_gpu_keeps_its_serial_and_the_report_says_reboot_then_rma(lab, tmp_path):
     """The GPU falls off the bus between two runs: the record keeps its serial and UUID with when it
-    was last seen, the change is reported, and the verdict names it for an RMA with its serial."""
+    was last seen, the change is reported, and the verdict asks for a reboot (an RMA if it stays
+    lost), next to the GPU that needs an RMA now."""
     record = tmp_path / "gpu-inventory.json"
     extra = {"gpu_report_inventory_path": str(record)}
     lab.playbook("hgx-h100", PLAYBOOK, extra_vars=extra)
@@ -83,8 +84,9 @@ def test_a_lost_gpu_keeps_its_serial_and_the_report_says_rma(lab, tmp_path):
     text = "\n".join(lines)
     assert all(len(line) <= 100 for line in lines)
     verdict = " ".join(line.strip() for line in lines[:lines.index(next(l for l in lines if l.startswith("driver")))])
-    assert verdict.startswith("verdict: RMA GPU 2 (serial 1652223008290, row-remap failure, uncorrectable ECC), "
-                              "GPU 7 (serial 1652223008586, last seen %s" % healthy["updated"]), verdict
+    assert verdict.startswith("verdict: RMA GPU 2 (serial 1652223008290, row-remap failure, uncorrectable ECC); "
+                              "drain the node and reboot it for GPU 7 (serial 1652223008586, last seen %s, lost; "
+                              "RMA if it stays lost after the reboot" % healthy["updated"]), verdict
     assert "drain and investigate GPU 1 (XID 79, uncorrectable ECC), GPU 5 (NVLink down)" in verdict
     assert "check GPU 3 (PCIe link degraded), GPU 4 (HW slowdown, thermal slowdown)" in verdict
     # each unhealthy GPU marked on its own line; the lost one with what the record knows
@@ -125,6 +127,27 @@ def test_a_swapped_gpu_is_reported(lab, tmp_path):
         ("gpu_swapped", 3, "1652223099999", "1652223008317")]
     assert json.loads(record.read_text())["gpus"][3]["serial"] == "1652223099999"
     assert result["verdict"]["text"] == "healthy"
+
+
+def test_a_gpu_gone_from_nvml_is_an_error_with_its_recorded_serial(lab, tmp_path):
+    """NVML lists seven GPUs where the record knows eight: the missing one is an error finding and
+    a line of the report with the serial the record kept, and the node is drained for a reboot."""
+    record = tmp_path / "gpu-inventory.json"
+    extra = {"gpu_report_inventory_path": str(record)}
+    lab.playbook("hgx-h100", PLAYBOOK, extra_vars=extra)
+    profile = tmp_path / "hgx-h100-seven.profile"
+    base = os.path.join(REPO, "tests", "lab", "fake-nvml", "profiles", "hgx-h100.profile")
+    profile.write_text("description = hgx-h100 with GPU 7 gone from the bus\ninclude = %s\n\n[node]\ngpu_count = 7\n"
+                       % base)
+    _proc, out = lab.playbook(str(profile), PLAYBOOK, extra_vars=extra)
+    result = _task(out, "Read the driver, GPUs and health, and keep the inventory record")
+    assert json.loads(record.read_text())["gpus"][7]["state"] == "missing"
+    assert [(f["code"], f["severity"], f["gpu"]) for f in result["health"]] == [("gpu_missing", "error", 7)]
+    assert result["healthy"] is False and result["health_counts"]["error"] == 1
+    assert result["verdict"]["status"] == "degraded"
+    assert "GPU 7 (serial 1652223008586" in result["verdict"]["text"]
+    lines = _task(out, "Show the GPU report")["msg"]
+    assert any(line.split()[:2] == ["GONE", "7"] and "serial 1652223008586" in line for line in lines), lines
 
 
 def test_record_changes_when_the_hardware_does(lab, tmp_path):

@@ -110,3 +110,17 @@ def test_a_url_that_fails_is_refused_and_nothing_changes(tmp_path, server):
     result = run({"path": str(path), "url": base + "/missing.asc"})
     assert result["failed"] is True and "cannot download the repository key" in result["msg"] and "404" in result["msg"]
     assert path.read_text() == "old key\n"
+
+
+def test_a_binary_keyring_is_written_byte_for_byte(tmp_path, server):
+    """A .gpg keyring takes the key as it is served, unarmored (gpg --dearmor's output)."""
+    root, base = server
+    binary = subprocess.run(["gpg", "--dearmor"], input=open(FIXTURE, "rb").read(), capture_output=True,
+                            check=True).stdout
+    assert not binary.startswith(b"-----BEGIN")
+    (root / "key.gpg").write_bytes(binary)
+    path = tmp_path / "nvidia-cuda.gpg"
+    result = run({"path": str(path), "url": base + "/key.gpg"})
+    assert result["changed"] is True and path.read_bytes() == binary
+    assert [k["fingerprint"] for k in result["keys"]][1] == RSA
+    assert run({"path": str(path), "url": base + "/key.gpg"})["changed"] is False

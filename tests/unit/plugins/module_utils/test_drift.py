@@ -64,6 +64,15 @@ def test_containerd_runtime_and_cdi_in_a_drop_in():
     assert all(i["ok"] for i in drift.containerd_items({"/etc/containerd/config.toml": v3}, cdi=True))
 
 
+def test_containerd_config_read_with_tomlkit_without_tomllib_and_refused_without_either(monkeypatch):
+    texts = {"/etc/containerd/config.toml": "version = 2\n", "/etc/containerd/conf.d/99-nvidia.toml": CONTAINERD_DROP_IN}
+    monkeypatch.setattr(drift, "_toml", None)
+    assert all(i["ok"] for i in drift.containerd_items(texts, cdi=True))
+    monkeypatch.setattr(drift, "_tomlkit", None)
+    with pytest.raises(drift.NoTomlParser, match="install tomli or tomlkit"):
+        drift.containerd_items(texts, cdi=True)
+
+
 def test_docker_and_crio():
     ok = '{"runtimes": {"nvidia": {"path": "/usr/bin/nvidia-container-runtime"}}, "features": {"cdi": true}}'
     assert all(i["ok"] for i in drift.docker_items(ok, cdi=True))
@@ -88,8 +97,8 @@ def test_cluster_items_labels_and_images_against_the_daemonset():
                           "ownerReferences": [{"kind": "DaemonSet", "name": "nvidia-device-plugin"}]},
              "spec": {"nodeName": "gpu-a", "containers": [{"name": "plugin", "image": "nvcr.io/nvidia/k8s-device-plugin:v0.18.0"}]}}]
     items, facts = drift.cluster_items("gpu-a", nodes, pods, ds, {"nvidia.com/gpu.present": "true"})
-    assert [(i["item"], i["ok"]) for i in items] == [("label nvidia.com/gpu.present", True),
-                                                      ("nvidia-device-plugin image", False)]
+    assert [(i["item"], i["ok"]) for i in items] == [
+        ("label nvidia.com/gpu.present", True), ("nvidia-device-plugin image", False)]
     assert facts == {"device_plugin": "nvcr.io/nvidia/k8s-device-plugin:v0.18.0"}
     gone, _facts = drift.cluster_items("gpu-b", nodes, pods, ds, {})
     assert gone[0]["actual"] == "not in the cluster"

@@ -199,14 +199,32 @@ def test_verdict_degraded_drains_and_names_each_gpu_once():
     assert result["text"] == "degraded: drain and investigate GPU 2 (uncorrectable ECC), GPU 5 (NVLink down)"
 
 
-def test_verdict_rma_names_the_serial_of_a_lost_gpu_from_the_record():
+def test_verdict_a_lost_gpu_is_a_reboot_first_and_an_rma_once_a_reboot_did_not_bring_it_back():
     lost = gpu(index=7, lost=True, xids=[79])
     result = verdict_of(gpu(), lost, known={7: {"serial": "1652223008586", "last_seen": "2026-12-01T10:00:00Z"}})
-    assert result["status"] == "rma"
-    assert result["text"] == ("RMA GPU 7 (serial 1652223008586, last seen 2026-12-01T10:00:00Z, lost; "
-                              "reboot once, RMA if it stays lost)")
+    assert result["status"] == "degraded"
+    assert result["text"] == ("degraded: drain the node and reboot it for GPU 7 (serial 1652223008586, last seen "
+                              "2026-12-01T10:00:00Z, lost; RMA if it stays lost after the reboot)")
     again = verdict_of(lost, known={7: {"serial": "1652223008586", "lost_after_reboot": True}})
+    assert again["status"] == "rma"
     assert again["text"] == "RMA GPU 7 (serial 1652223008586, still lost after a reboot)"
+
+
+def test_a_gpu_nvml_no_longer_lists_is_an_error_with_its_recorded_identity():
+    record = {"gpus": [{"index": 0, "state": "present", "serial": "1"},
+                       {"index": 3, "state": "missing", "serial": "1652223008317", "uuid": "GPU-3",
+                        "name": "NVIDIA H100 80GB HBM3", "slot": "00000000:3a:00.0",
+                        "last_seen": "2026-12-01T10:00:00Z", "lost_after_reboot": False}]}
+    found = health.missing_findings(record)
+    assert [(f["code"], f["severity"], f["gpu"], f["uuid"]) for f in found] == [("gpu_missing", "error", 3, "GPU-3")]
+    assert "serial 1652223008317" in found[0]["message"] and "00000000:3a:00.0" in found[0]["message"]
+    assert health.missing_findings(None) == [] and health.missing_findings({"gpus": record["gpus"][:1]}) == []
+    known = {3: {"serial": "1652223008317", "last_seen": "2026-12-01T10:00:00Z"}}
+    result = health.verdict(found, known)
+    assert result["status"] == "degraded" and result["gpus"] == [3]
+    assert "GPU 3 (serial 1652223008317, last seen 2026-12-01T10:00:00Z, missing; RMA if it stays missing" in result["text"]
+    assert health.verdict(found, {3: dict(known[3], lost_after_reboot=True)})["text"] == (
+        "RMA GPU 3 (serial 1652223008317, last seen 2026-12-01T10:00:00Z, still missing after a reboot)")
 
 
 def test_verdict_rma_first_then_the_rest():

@@ -7,7 +7,10 @@ to it; each test picks a node profile through the environment the fake reads at 
 from __future__ import annotations
 
 import ctypes
+import json
 import os
+import subprocess
+import sys
 
 import pytest
 
@@ -22,7 +25,7 @@ ctypes.CDLL(LIB)
 
 import pynvml  # noqa: E402  pylint: disable=wrong-import-position
 
-from ansible_collections.gpuops.nvidia.plugins.module_utils import nvml  # noqa: E402  pylint: disable=wrong-import-position
+from ansible_collections.gpuops.nvidia.plugins.module_utils import health, nvml  # noqa: E402  pylint: disable=wrong-import-position
 
 
 @pytest.fixture
@@ -123,6 +126,24 @@ def test_faults(node):
     assert [link["link"] for link in gpus[5]["nvlink"]["links"] if not link["active"]] == [0, 7, 12]
     # The lost GPU drops out of the topology; the others stay.
     assert all(7 not in pair["gpus"] for pair in nvml.read_node()["topology"])
+
+
+def test_a_gpu_whose_handle_fails_is_unreachable_not_a_new_gpu(node):
+    """nvmlDeviceGetHandleByIndex failing with an error other than GPU_IS_LOST (here UNKNOWN):
+    the GPU is reported lost with NVML's error, so the inventory does not see a GPU swapped for
+    one without a serial on every run. (Faults are read once per process: a child process.)"""
+    node("hgx-h100")
+    script = ("import ctypes, json; ctypes.CDLL(%r); "
+              "from ansible_collections.gpuops.nvidia.plugins.module_utils import nvml; "
+              "print(json.dumps(nvml.read_node()['gpus']))" % LIB)
+    env = dict(os.environ, GPUOPS_FAKE_NVML_FAULTS="nvmlDeviceGetHandleByIndex_v2:4=UNKNOWN",
+               PYTHONPATH=os.path.dirname(os.path.dirname(os.path.dirname(COLLECTION))))
+    out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True)
+    gpus = json.loads(out.stdout)
+    broken = [g for g in gpus if g["lost"]]
+    assert len(gpus) == 8 and [g["index"] for g in broken] == [3] and "Unknown Error" in broken[0]["error"]
+    found = health.gpu_findings(broken[0])
+    assert found[0]["code"] == "gpu_lost" and "NVML answers Unknown Error" in found[0]["message"]
 
 
 def test_xids_only_when_listening(node):

@@ -77,13 +77,33 @@ def test_skip_label_done_nodes_and_failed_nodes():
     assert retried["problems"] == [] and "gpu-bad" in [n for wave in retried["waves"] for n in wave]
 
 
-def test_an_interrupted_run_resumes_its_nodes_first_and_they_hold_slots():
+def test_an_interrupted_run_resumes_its_nodes_first():
     nodes = fleet(6)
     nodes[3] = node("gpu-03", state="drain-required", unschedulable=True)
-    result = up.plan(nodes, NEW, max_unavailable=2, max_parallel=0, canary=1)
-    assert result["resume"] == ["gpu-03"] and result["slots"] == 1
+    result = up.plan(nodes, NEW, max_unavailable=1, max_parallel=0, canary=1)
+    # resumed first, holding its own slot until done; then the canary and the waves, one at a time
+    assert result["resume"] == ["gpu-03"] and result["slots"] == 1 and result["problems"] == []
     assert result["canary"] == [["gpu-00"]]
     assert "gpu-03" not in [n for wave in result["waves"] for n in wave]
+    assert up.simulate(result)["peak_unavailable"] == 1
+    # in phase rest (the canary ran in a job of its own) the resumed node goes first among the rest
+    assert up.order(result, "rest")[0] == ["gpuops_upgrade_rest", "gpu-03"]
+    assert {group for group, _node in up.order(result, "rest")} == {"gpuops_upgrade_rest"}
+
+
+def test_a_node_of_the_run_the_cluster_does_not_know_and_a_missing_canary_group_stop_the_plan():
+    result = up.plan(fleet(3), NEW, max_unavailable=1, canary=["gpu-x"], members=["gpu-00", "gpu-09"],
+                     canary_group_missing=True)
+    assert len(result["problems"]) == 2
+    assert result["problems"][0].startswith("gpu-09: not a GPU node of the cluster")
+    assert "upgrade_canary" in result["problems"][1]
+
+
+def test_the_hosts_own_driver_wins_over_the_gfd_label():
+    objs = [{"metadata": {"name": "a", "labels": {"nvidia.com/cuda.driver-version.full": OLD}}, "spec": {},
+             "status": {"conditions": [{"type": "Ready", "status": "True"}]}}]
+    assert up.from_node_objects(objs, drivers={"a": NEW})[0]["driver"] == NEW
+    assert up.from_node_objects(objs)[0]["driver"] == OLD
 
 
 def test_nodes_unavailable_for_other_reasons_count_and_upgrade_without_a_slot():
@@ -109,9 +129,9 @@ def test_steps_follow_the_operators_states():
     names = [state for state, _text in up.steps({"wait_for_jobs": "app=train", "wait_timeout": 600, "drain": True})]
     assert names == ["cordon-required", "wait-for-jobs-required", "pod-deletion-required", "drain-required",
                      "pod-restart-required", "validation-required", "uncordon-required", "upgrade-done"]
-    assert [state for state, _text in up.steps({})] == ["cordon-required", "pod-deletion-required",
-                                                         "pod-restart-required", "validation-required",
-                                                         "uncordon-required", "upgrade-done"]
+    assert [state for state, _text in up.steps({})] == [
+        "cordon-required", "pod-deletion-required", "pod-restart-required", "validation-required",
+        "uncordon-required", "upgrade-done"]
 
 
 def test_a_branch_target_takes_any_version_of_the_branch():

@@ -1,0 +1,78 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""apt_source through ansible on this (Debian) machine, with its real apt: the lab's signed flat
+repository (make apt-repo) served over HTTP; a refresh that fails (the repository not served yet)
+is tried again on the next run although the key and the source did not change, then nothing
+changes; state=absent removes the key, the source and the marker. The source is this test's own
+(gpuops-test-source) and is removed afterwards."""
+from __future__ import annotations
+
+import functools
+import glob
+import http.server
+import json
+import os
+import shutil
+import subprocess
+import threading
+
+import pytest
+
+from conftest import BIN, REPO, _env  # pylint: disable=import-error
+
+APT_REPO = os.path.join(REPO, ".build", "apt-repo")
+NAME = "gpuops-test-source"
+FILES = ("/etc/apt/keyrings/%s.asc" % NAME, "/etc/apt/sources.list.d/%s.sources" % NAME,
+         "/var/lib/gpuops/apt-sources/%s.refreshed" % NAME)
+
+
+def run(args, check_mode=False):
+    argv = [os.path.join(BIN, "ansible"), "localhost", "-m", "gpuops.nvidia.apt_source", "-a", json.dumps(args)]
+    argv += ["--check"] if check_mode else []
+    proc = subprocess.run(argv, env=_env(), capture_output=True, text=True, timeout=300, check=False)
+    return json.loads(proc.stdout)["plays"][0]["tasks"][0]["hosts"]["localhost"]
+
+
+@pytest.fixture
+def served(tmp_path):
+    """(www root, base URL): an HTTP server; the test puts the repository in place when it wants."""
+    if not os.path.exists(os.path.join(APT_REPO, "cuda", "InRelease")):
+        pytest.fail("the lab's apt repository is missing: make apt-repo")
+    root = tmp_path / "www"
+    root.mkdir()
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(root))
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    yield root, "http://127.0.0.1:%d" % httpd.server_address[1]
+    httpd.shutdown()
+    run({"name": NAME, "state": "absent"})
+    for path in FILES:
+        if os.path.exists(path):
+            os.unlink(path)
+    for name in glob.glob("/var/lib/apt/lists/127.0.0.1_*"):  # the test repository's lists
+        os.unlink(name)
+
+
+def test_a_failed_refresh_is_tried_again_then_nothing_changes(served):
+    root, base = served
+    key = open(os.path.join(APT_REPO, "keys", "good.asc"), encoding="utf-8").read()
+    args = {"name": NAME, "url": base + "/cuda/", "key": key}
+    planned = run(args, check_mode=True)
+    assert planned["changed"] is True and not any(os.path.exists(path) for path in FILES)
+
+    failed = run(args)  # nothing served yet: apt cannot fetch the repository's Release file
+    assert failed["failed"] is True and failed["changed"] is True, failed
+    assert os.path.exists(FILES[0]) and os.path.exists(FILES[1]) and not os.path.exists(FILES[2])
+
+    shutil.copytree(os.path.join(APT_REPO, "cuda"), root / "cuda")
+    retried = run(args)  # same key and source: refreshed because the last refresh failed
+    assert retried["changed"] is True and retried["files"] == [] and retried["refresh_needed"] is True
+    assert retried["refreshed"] is True and os.path.exists(FILES[2])
+    policy = subprocess.run(["apt-cache", "policy", "cuda-drivers"], capture_output=True, text=True, check=True)
+    assert base + "/cuda" in policy.stdout, policy.stdout
+
+    again = run(args)
+    assert again["changed"] is False and again["refreshed"] is False
+
+    removed = run({"name": NAME, "state": "absent"})
+    assert removed["changed"] is True and not any(os.path.exists(path) for path in FILES)
