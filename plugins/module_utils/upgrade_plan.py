@@ -242,8 +242,14 @@ def slot(nodes: list, me: str, max_unavailable) -> dict:
 def from_node_objects(nodes: list, driver_label: str = "nvidia.com/cuda.driver-version.full",
                       drivers: dict | None = None) -> list:
     """The plan's node dicts from Node objects: the driver each runs from ``drivers`` (node name ->
-    the version the host itself reports, for the run's own nodes), else GFD's label."""
+    the version the host itself reports, or the driver role's pre-flight result that holds it, for
+    the run's own nodes), else GFD's label."""
     out = []
+    versions = {}
+    for name, value in (drivers or {}).items():
+        if isinstance(value, dict):  # a pre-flight result: its driver's version, when it has one
+            value = (value.get("driver") or {}).get("version")
+        versions[name] = value
     for node in nodes or []:
         meta = node.get("metadata") or {}
         labels = meta.get("labels") or {}
@@ -251,7 +257,7 @@ def from_node_objects(nodes: list, driver_label: str = "nvidia.com/cuda.driver-v
         out.append({"name": meta.get("name"), "labels": labels,
                     "ready": any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions),
                     "unschedulable": bool((node.get("spec") or {}).get("unschedulable")),
-                    "driver": (drivers or {}).get(meta.get("name")) or labels.get(driver_label)})
+                    "driver": versions.get(meta.get("name")) or labels.get(driver_label)})
     return out
 
 

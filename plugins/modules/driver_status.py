@@ -21,7 +21,10 @@ description:
     C(loaded_outdated), C(loaded_unmanaged), C(ready)) and whether a reboot is needed to run the
     installed driver. A host that cannot load kernel modules (no C(CAP_SYS_MODULE), as in a
     container, or module loading disabled) never needs one.
-  - Changes nothing.
+  - Changes nothing on the host except, with O(record), the node-local record of the state.
+  - With O(verify_gpus), a C(ready) driver is verified - NVML must answer with the installed
+    version and see at least that many GPUs - and the task fails, naming what NVML reports, when
+    it does not.
 author:
   - gpuops.nvidia maintainers (@gpuops)
 options:
@@ -37,8 +40,33 @@ options:
     description: Ask NVML which driver answers when procfs/sysfs show no NVIDIA module (needs C(pynvml)).
     type: bool
     default: true
-extends_documentation_fragment:
-  - gpuops.nvidia.attributes.read_only
+  verify_gpus:
+    description:
+      - When the driver is C(ready), fail unless NVML answers with the installed version and lists
+        at least this many GPUs. V(-1) does not verify.
+    type: int
+    default: -1
+  record:
+    description:
+      - Write the state (O(record_keys) of the result) to this JSON file for fleet reports and
+        audits; written atomically, only when it changed. Empty - no record.
+    type: path
+    default: ""
+  record_keys:
+    description: The keys of the result the record keeps.
+    type: list
+    elements: str
+    default: [state, message, reboot_required, can_load_module, installed_version, installed_from, loaded_version, held]
+attributes:
+  check_mode:
+    support: full
+    description: Reads as always; reports whether the record would change without writing it.
+  diff_mode:
+    support: full
+    description: The record's content before and after.
+  idempotent:
+    support: full
+    description: The record is rewritten only when the state changed.
 seealso:
   - module: gpuops.nvidia.gpu_info
 """
@@ -51,9 +79,18 @@ EXAMPLES = r"""
 - name: Reboot when it is
   ansible.builtin.reboot:
   when: driver.reboot_required
+
+- name: Read the driver, verify it sees the node's 8 GPUs once loaded, and keep the record
+  gpuops.nvidia.driver_status:
+    verify_gpus: 8
+    record: /var/lib/gpuops/driver-state.json
 """
 
 RETURN = r"""
+gpus_seen:
+  description: The number of GPUs NVML lists, when O(verify_gpus) verified a ready driver.
+  returned: when verified
+  type: int
 state:
   description: not_installed, installed_not_loaded, loaded_outdated, loaded_unmanaged or ready.
   returned: always
@@ -111,28 +148,68 @@ dkms:
   elements: dict
 """
 
+import json
+
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpuops.nvidia.plugins.module_utils import commands, driver_state, kernel, nvml
+from ansible_collections.gpuops.nvidia.plugins.module_utils import commands, driver_state, files, kernel, nvml
+
+
+def _verify(module, result: dict, wanted: int) -> None:
+    """A ready driver must answer through NVML with the installed version and see the GPUs."""
+    if not nvml.HAS_PYNVML:
+        module.fail_json(msg="verify_gpus needs the NVML Python bindings (nvidia-ml-py, Python module pynvml) on the node",
+                         **result)
+    node = nvml.read_node()
+    driver, count = node["driver"], len(node["gpus"])
+    result["gpus_seen"] = count
+    if not driver.get("loaded") or driver.get("version") != result["installed_version"] or count < wanted:
+        module.fail_json(msg="the driver is loaded but NVML reports %s with %d GPU(s); expected %s with %d"
+                             % (driver.get("version") or "no driver", count, result["installed_version"], wanted),
+                         **result)
+
+
+def _record(module, result: dict, path: str, keys: list) -> None:
+    after = json.dumps({key: result.get(key) for key in keys}, indent=2, sort_keys=True) + "\n"
+    before = files.read_text(path)
+    if before == after:
+        return
+    problem = files.check_writable(path)
+    if problem:
+        module.fail_json(msg="cannot write the driver state record %s: %s" % (path, problem))
+    result["changed"] = True
+    if not module.check_mode:
+        files.write_atomic(module, path, after, mode=0o644)
+    if module._diff:
+        result["diff"] = files.diff_entry(path, before, after)
 
 
 def main():
     module = AnsibleModule(
-        argument_spec=dict(host_root=dict(type="path", default="/"), nvml=dict(type="bool", default=True)),
+        argument_spec=dict(
+            host_root=dict(type="path", default="/"),
+            nvml=dict(type="bool", default=True),
+            verify_gpus=dict(type="int", default=-1),
+            record=dict(type="path", default=""),
+            record_keys=dict(type="list", elements="str", no_log=False,
+                             default=["state", "message", "reboot_required", "can_load_module", "installed_version",
+                                      "installed_from", "loaded_version", "held"]),
+        ),
         supports_check_mode=True,
     )
-    root = module.params["host_root"]
+    params = module.params
+    root = params["host_root"]
     packages, held = driver_state.read_installed(root, lambda argv: commands.output(module, argv))
     installed, source = driver_state.installed_driver_version(packages)
     loaded = kernel.loaded_module(root)
     # Where procfs/sysfs do not show the module (a container sees the host's, or none), NVML
     # tells which driver answers.
     not_asked = {"loaded": False, "version": None, "reason": "not asked"}
-    through_nvml = nvml.read_driver() if module.params["nvml"] else not_asked
+    through_nvml = nvml.read_driver() if params["nvml"] else not_asked
     version = loaded["version"] or (through_nvml["version"] if through_nvml["loaded"] else None)
     loading = kernel.module_loading(root)
     decision = driver_state.decide(installed, version, loading["possible"], loading["reason"])
-    module.exit_json(
+    result = dict(
         changed=False,
         installed_version=installed,
         installed_from=source,
@@ -144,6 +221,11 @@ def main():
         dkms=driver_state.read_dkms_tree(root),
         **decision
     )
+    if params["verify_gpus"] >= 0 and result["state"] == "ready":
+        _verify(module, result, params["verify_gpus"])
+    if params["record"]:
+        _record(module, result, params["record"], params["record_keys"])
+    module.exit_json(**result)
 
 
 if __name__ == "__main__":

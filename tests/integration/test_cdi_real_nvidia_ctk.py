@@ -181,3 +181,40 @@ def test_a_lost_gpu_fails_the_whole_generation(lab, nvidia_ctk, node, tmp_path):
     # the checker says why regenerating cannot help, so the role does not try
     assert [f["code"] for f in result["findings"]] == ["cdi_spec_missing", "cdi_generation_blocked"]
     assert result["stale"] is True and result["blocked"] is True
+
+
+def test_cdi_spec_regenerates_a_stale_spec_with_nvidia_ctk_once(lab, nvidia_ctk, node):
+    """gpuops.nvidia.cdi_spec, the toolkit role's one CDI step: after the MIG change the spec is
+    stale; check mode says so (the device names as the diff) and writes nothing; the run has the
+    real nvidia-ctk regenerate it and checks it again; the next run changes nothing."""
+    n = node("hgx-h100")
+    n.generate()
+    n.mig()
+    spec_file = n.spec_dir / "nvidia.yaml"
+    before = spec_file.read_text()
+    env = {"PATH": os.path.dirname(nvidia_ctk) + os.pathsep + os.environ["PATH"]}
+    args = "method=generate output=%s spec_dirs=%s" % (spec_file, n.spec_dir)
+    planned = lab.module("hgx-h100", module="gpuops.nvidia.cdi_spec", args=args, check_mode=True, env=env)
+    assert planned["changed"] is True and planned["regenerated"] is True and spec_file.read_text() == before
+    assert "would be regenerated" in planned["message"]
+    done = lab.module("hgx-h100", module="gpuops.nvidia.cdi_spec", args=args, env=env)
+    assert done["changed"] is True and done["stale_before"] is True
+    assert done["stale"] is False and done["findings"] == []
+    assert names(yaml.safe_load(spec_file.read_text())) == (FULL["hgx-h100"] - {"0", H100[0]}) | MIG_NAMES
+    again = lab.module("hgx-h100", module="gpuops.nvidia.cdi_spec", args=args, env=env)
+    assert again["changed"] is False and again["regenerated"] is False
+
+
+def test_cdi_spec_does_not_try_while_a_gpu_is_lost_and_says_why(lab, nvidia_ctk, node):
+    n = node("hgx-h100-faults")
+    env = {"PATH": os.path.dirname(nvidia_ctk) + os.pathsep + os.environ["PATH"]}
+    result = lab.module("hgx-h100-faults", module="gpuops.nvidia.cdi_spec", env=env, expect_failure=True,
+                        args="method=generate output=%s/nvidia.yaml spec_dirs=%s" % (n.spec_dir, n.spec_dir))
+    assert result["failed"] is True and result["regenerated"] is False
+    assert "does not match the GPUs" in result["msg"] and "GPU 7 is lost" in result["msg"]
+    assert not (n.spec_dir / "nvidia.yaml").exists()
+
+
+def test_cdi_spec_refuses_refresh_units_the_toolkit_does_not_have(lab, node):
+    result = lab.module("hgx-h100", module="gpuops.nvidia.cdi_spec", args="method=refresh_units", expect_failure=True)
+    assert result["failed"] is True and "come with the NVIDIA Container Toolkit 1.18" in result["msg"]

@@ -4,6 +4,7 @@
 a driver, for good plans and every kind of bad one. The module must change nothing."""
 from __future__ import annotations
 
+import json
 import os
 
 import pytest
@@ -238,6 +239,29 @@ def test_driver_status_asks_nvml_when_the_kernel_files_show_no_module(lab, tmp_p
     assert mismatch["nvml"]["reason"] == "version_mismatch" and mismatch["state"] == "installed_not_loaded"
 
 
+def test_driver_status_verifies_a_ready_driver_and_keeps_the_state_record(lab, tmp_path):
+    """The driver role's one activation step: a ready driver must answer through NVML with the
+    installed version and see the GPUs; the state record is written (not in check mode), then
+    left alone."""
+    root = tmp_path / "root"
+    (root / "var/lib/dpkg").mkdir(parents=True)
+    (root / "var/lib/dpkg/status").write_text("Package: nvidia-driver\nStatus: install ok installed\nVersion: 580.95.05-1\n")
+    record = tmp_path / "gpuops" / "driver-state.json"
+    args = "host_root=%s verify_gpus=4 record=%s" % (root, record)
+    planned = lab.module("l40s-x4", module="gpuops.nvidia.driver_status", args=args, check_mode=True)
+    assert planned["changed"] is True and planned["gpus_seen"] == 4 and not record.exists()
+    done = lab.module("l40s-x4", module="gpuops.nvidia.driver_status", args=args)
+    assert done["changed"] is True and done["state"] == "ready"
+    assert json.loads(record.read_text()) == {
+        "state": "ready", "message": done["message"], "reboot_required": False, "can_load_module": done["can_load_module"],
+        "installed_version": "580.95.05", "installed_from": "nvidia-driver", "loaded_version": "580.95.05", "held": []}
+    assert lab.module("l40s-x4", module="gpuops.nvidia.driver_status", args=args)["changed"] is False
+    short = lab.module("l40s-x4", module="gpuops.nvidia.driver_status", expect_failure=True,
+                       args="host_root=%s verify_gpus=8 record=%s" % (root, record))
+    assert short["failed"] is True
+    assert short["msg"] == "the driver is loaded but NVML reports 580.95.05 with 4 GPU(s); expected 580.95.05 with 8"
+
+
 def test_a_failed_preflight_in_the_driver_role_lists_only_the_problems_and_their_fixes(lab, tmp_path):
     """Not the module's whole result (every GPU, the plan ...): the failure names each problem with
     its fix; the full result stays on the pre-flight task (shown with -v)."""
@@ -258,7 +282,7 @@ def test_a_failed_preflight_in_the_driver_role_lists_only_the_problems_and_their
     tasks = {t["task"]["name"].split(" : ")[-1]: t["hosts"]["localhost"] for t in out["plays"][0]["tasks"]}
     full = tasks["Check the driver plan against the GPUs, the host and the driver it has"]
     assert full.get("failed") is not True and len(full["gpus"]) == 8
-    failure = tasks["Stop before any change when pre-flight found problems"]
+    failure = tasks["Show the pre-flight findings, and stop before any change when they are problems"]
     assert failure["failed"] is True and "gpus" not in failure and "plan" not in failure
     errors = [f for f in full["findings"] if f["severity"] == "error"]
     assert failure["msg"][0] == "pre-flight found %d problem(s) on localhost; nothing was changed:" % len(errors)
@@ -270,6 +294,6 @@ def test_a_failed_preflight_in_the_driver_role_lists_only_the_problems_and_their
     playbook.write_text(playbook.read_text() + "        driver_preflight_fail: false\n")
     proc, out = lab.playbook("hgx-h100", str(playbook), check=False)
     tasks = {t["task"]["name"].split(" : ")[-1]: t["hosts"]["localhost"] for t in out["plays"][0]["tasks"]}
-    failure = tasks["Stop before any change when pre-flight found problems"]
+    failure = tasks["Show the pre-flight findings, and stop before any change when they are problems"]
     assert failure["msg"][0] == "pre-flight found 1 problem(s) on localhost; nothing was changed:"
     assert "would change the driver branch" in failure["msg"][1]

@@ -114,7 +114,7 @@ def test_the_site_runs_job_log_reads_as_a_per_node_story(lab_only, gpu_nodes):
     mig = [out for name, out in tasks if name == "Partition the GPUs of the nodes that ask for a MIG layout"]
     assert mig and all(line.startswith("skipping: ") for out in mig for line in out)  # one per batch
     # pre-flight's plan and findings once per node (its own stage), with severity and fix
-    shown = [out for name, out in tasks if name.endswith("Show the pre-flight findings and what the run will do")
+    shown = [out for name, out in tasks if name.endswith("Show the pre-flight findings, and stop before any change when they are problems")
              and any(line.startswith("ok: ") for line in out)]
     assert len(shown) == 1 and sum(line.startswith("ok: ") for line in shown[0]) == 2
     assert any("[warning] " in line for line in shown[0]) and any("fix: " in line for line in shown[0])

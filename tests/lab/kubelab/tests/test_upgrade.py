@@ -27,7 +27,9 @@ TARGET = "580.65.06"
 LAB_BOOT = ("fake-nvml-reset && systemctl restart gpuops-fake-boot.service gpuops-fake-driver.service"
             " && systemctl restart nvidia-cdi-refresh.service")
 LAB_REBOOT = {"driver_reboot_command": "sh -c '%s'" % LAB_BOOT,
-              "driver_reboot_boot_time_command": "stat -c %.9Y /var/lib/gpuops-fake-nvml/state",
+              # (a node whose fake NVML never wrote its state yet has booted "never")
+              "driver_reboot_boot_time_command": "sh -c 'stat -c %.9Y /var/lib/gpuops-fake-nvml/state 2>/dev/null"
+                                                 " || echo never'",
               "validate_workload_timeout": 90, "validate_prometheus_url": "", "driver_upgrade_drain_delay": 3}
 
 

@@ -104,6 +104,10 @@ def test_the_hosts_own_driver_wins_over_the_gfd_label():
              "status": {"conditions": [{"type": "Ready", "status": "True"}]}}]
     assert up.from_node_objects(objs, drivers={"a": NEW})[0]["driver"] == NEW
     assert up.from_node_objects(objs)[0]["driver"] == OLD
+    # the driver role's pre-flight result as it is: its driver's version, else the label
+    assert up.from_node_objects(objs, drivers={"a": {"driver": {"version": NEW}}})[0]["driver"] == NEW
+    assert up.from_node_objects(objs, drivers={"a": {"driver": {"loaded": False}}})[0]["driver"] == OLD
+    assert up.from_node_objects(objs, drivers={"a": {}})[0]["driver"] == OLD
 
 
 def test_nodes_unavailable_for_other_reasons_count_and_upgrade_without_a_slot():
