@@ -56,6 +56,13 @@ options:
         different versions of the same driver packages. Held ones are released.
     type: bool
     default: false
+  repository_pending:
+    description:
+      - In check mode, the packages' repository is not in place yet (the same run would add it
+        first), so apt cannot resolve them - the installation is reported as a change, with the
+        reason in RV(msg), without asking apt. Ignored outside check mode.
+    type: bool
+    default: false
   hold:
     description: Packages to hold (or release with O(hold_state=false)) once installed.
     type: list
@@ -116,6 +123,10 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+msg:
+  description: Why the installation was not simulated (O(repository_pending) in check mode).
+  returned: when O(repository_pending) applies
+  type: str
 changed_packages:
   description: The packages the installation installed or changed (would, in check mode), with versions.
   returned: always
@@ -194,6 +205,7 @@ def main():
             latest=dict(type="bool", default=False),
             allow_downgrade=dict(type="bool", default=False),
             retire_branch_packages=dict(type="bool", default=False),
+            repository_pending=dict(type="bool", default=False),
             hold=dict(type="list", elements="str", default=[]),
             hold_state=dict(type="bool", default=True),
             cache_valid_time=dict(type="int", default=3600),
@@ -209,6 +221,10 @@ def main():
         module.fail_json(msg="names is empty: give the packages to install")
     environment = params["environment"]
     result = {"changed": False, "refreshed": False, "problems": [], "changed_packages": [], "added": [], "held": []}
+    if module.check_mode and params["repository_pending"]:
+        result.update(changed=True, msg="the repository would be added first; apt cannot resolve its packages "
+                                        "before it is, so the installation is not simulated")
+        module.exit_json(**result)
     try:
         if not module.check_mode and apt_ops.needs_refresh(params["cache_valid_time"]):
             refreshed = apt_ops.refresh(module, tolerate=params["tolerate"], strict=params["strict"],

@@ -100,3 +100,16 @@ def test_a_proxy_password_in_the_environment_is_never_logged(tmp_path):
     assert "failed" not in result or not result["failed"], result
     assert result["invocation"]["module_args"]["environment"] == {"http_proxy": "VALUE_SPECIFIED_IN_NO_LOG_PARAMETER"}
     assert secret not in proc.stdout and secret not in proc.stderr
+
+
+def test_a_pending_repository_in_check_mode_is_reported_not_simulated(tmp_path):
+    """Check mode before the repository is in place: apt could not resolve a package it does not
+    know yet, so the installation is a change with the reason, and apt is not asked."""
+    args = {"names": ["gpuops-not-in-any-repository"], "owner": "test", "record_dir": str(tmp_path),
+            "cache_valid_time": NO_REFRESH, "repository_pending": True}
+    planned = run(args, check_mode=True)
+    assert planned["changed"] is True and "failed" not in planned
+    assert "apt cannot resolve its packages" in planned["msg"] and not list(tmp_path.iterdir())
+    # without it apt is asked, and refuses what it does not know
+    refused = run(dict(args, repository_pending=False), check_mode=True)
+    assert refused["failed"] is True and "gpuops-not-in-any-repository" in refused["msg"]
