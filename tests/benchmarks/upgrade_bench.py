@@ -75,7 +75,8 @@ def main():
                "driver_upgrade_node_name": name} for name in names}}},
         "vars": {"gpuops_kubeconfig": KUBECONFIG, "driver_branch": "580", "driver_version": TARGET,
                  "driver_upgrade_host_tasks": os.path.join(REPO, "tests", "lab", "upgrade-host-standin.yml"),
-                 "driver_upgrade_validate": False, "driver_upgrade_max_unavailable": args.max_unavailable,
+                 "driver_upgrade_validate": False, "driver_upgrade_refresh_cdi": False,
+                 "driver_upgrade_max_unavailable": args.max_unavailable,
                  "bench_upgrade_seconds": args.step, "driver_upgrade_drain_delay": 2}}}
     with tempfile.TemporaryDirectory(prefix="gpuops-upgrade-bench-") as tmp:
         path = os.path.join(tmp, "hosts.json")
@@ -95,7 +96,8 @@ def main():
         watch.join(5)
     try:
         if res.returncode != 0:
-            print(res.stdout[-5000:], res.stderr[-2000:])
+            first = res.stdout.find("fatal: ")
+            print(res.stdout[max(first - 1500, 0):first + 3000] if first >= 0 else res.stdout[-5000:], res.stderr[-2000:])
             sys.exit("the upgrade failed")
         total_gpu_nodes = len(kubectl("get", "nodes", "-l", "nvidia.com/gpu.present=true", "-o", "name").split())
         limit = math.ceil(total_gpu_nodes * float(args.max_unavailable.rstrip("%")) / 100) \
