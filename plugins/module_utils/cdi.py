@@ -163,6 +163,15 @@ def check(specs: list, problems: list, gpus: list, kind: str = "nvidia.com/gpu",
             "expected": sorted(expected), "spec_files": [spec["path"] for spec in ours]}
 
 
+def check_node(gpus: list, spec_dirs, kind: str = "nvidia.com/gpu", device_nodes_too: bool = True,
+               root: str = "/") -> dict:
+    """check() of the specs under root's spec_dirs against the GPUs NVML lists, the device nodes
+    the specs mount included (device_nodes_too)."""
+    specs, problems = read_specs(spec_dirs, root)
+    present = present_paths(device_nodes(specs, kind), root) if device_nodes_too else None
+    return check(specs, problems, gpus, kind=kind, present_nodes=present)
+
+
 def _blocked(lost: list) -> list:
     """nvidia-ctk writes no spec at all while a GPU is lost: it asks every GPU's name first and
     stops at the error (go-nvlib's device visitor), so regenerating cannot help."""

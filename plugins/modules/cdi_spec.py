@@ -136,9 +136,7 @@ REFRESH_SERVICE = "nvidia-cdi-refresh.service"
 
 def _check(params):
     node = nvml.read_node()
-    specs, problems = cdi.read_specs(params["spec_dirs"], "/")
-    present = cdi.present_paths(cdi.device_nodes(specs, params["kind"]), "/") if params["check_device_nodes"] else None
-    return node, cdi.check(specs, problems, node["gpus"], kind=params["kind"], present_nodes=present)
+    return node, cdi.check_node(node["gpus"], params["spec_dirs"], params["kind"], params["check_device_nodes"])
 
 
 def _refresh_units_problem(module) -> str | None:

@@ -109,9 +109,7 @@ def main():
         module.fail_json(msg=missing_required_lib("PyYAML"))
     node = nvml.read_node()
     root, kind = module.params["host_root"], module.params["kind"]
-    specs, problems = cdi.read_specs(module.params["spec_dirs"], root)
-    present = cdi.present_paths(cdi.device_nodes(specs, kind), root) if module.params["check_device_nodes"] else None
-    report = cdi.check(specs, problems, node["gpus"], kind=kind, present_nodes=present)
+    report = cdi.check_node(node["gpus"], module.params["spec_dirs"], kind, module.params["check_device_nodes"], root)
     module.exit_json(changed=False, driver=node["driver"], **report)
 
 
