@@ -32,6 +32,20 @@ def diff_entry(path: str, before: str | None, after: str | None) -> dict:
             "before": mask_text(before) or "", "after": mask_text(after) or ""}
 
 
+def write_record(module, result: dict, path: str, what: str, before: str | None, after: str) -> None:
+    """A node-local record (JSON text) written atomically as after: refused with a message naming
+    `what` when it cannot be written; result gains changed and, with --diff, the diff; nothing is
+    written in check mode."""
+    problem = check_writable(path)
+    if problem:
+        module.fail_json(msg="cannot write the %s %s: %s" % (what, path, problem))
+    result["changed"] = True
+    if not module.check_mode:
+        write_atomic(module, path, after, mode=0o644)
+    if module._diff:  # pylint: disable=protected-access
+        result["diff"] = diff_entry(path, before, after)
+
+
 def check_writable(path: str) -> str | None:
     """Why path cannot be written (or its nearest existing directory), or None when it can."""
     directory = os.path.dirname(path) or "."

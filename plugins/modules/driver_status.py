@@ -172,16 +172,8 @@ def _verify(module, result: dict, wanted: int) -> None:
 def _record(module, result: dict, path: str, keys: list) -> None:
     after = json.dumps({key: result.get(key) for key in keys}, indent=2, sort_keys=True) + "\n"
     before = files.read_text(path)
-    if before == after:
-        return
-    problem = files.check_writable(path)
-    if problem:
-        module.fail_json(msg="cannot write the driver state record %s: %s" % (path, problem))
-    result["changed"] = True
-    if not module.check_mode:
-        files.write_atomic(module, path, after, mode=0o644)
-    if module._diff:
-        result["diff"] = files.diff_entry(path, before, after)
+    if before != after:
+        files.write_record(module, result, path, "driver state record", before, after)
 
 
 def main():

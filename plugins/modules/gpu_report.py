@@ -240,14 +240,7 @@ def main():
             result.update(info)
         result.update(record=record, changes=events)
         if previous is None or record["updated"] != previous.get("updated"):
-            problem = files.check_writable(path)
-            if problem:
-                module.fail_json(msg="cannot write the GPU inventory record %s: %s" % (path, problem))
-            result["changed"] = True
-            if not module.check_mode:
-                files.write_atomic(module, path, after, mode=0o644)
-            if module._diff:
-                result["diff"] = files.diff_entry(path, before, after)
+            files.write_record(module, result, path, "GPU inventory record", before, after)
     else:
         known = gpu_inventory.identities(None, info["gpus"])
     result["verdict"] = health.verdict(info["health"], known)
