@@ -27,7 +27,7 @@ import urllib.request
 from . import images as imagelib
 from . import manifests
 from .pki import PKI
-from .podman import LAB, REPO, LabError, copy, exists, inspect, log, podman, put, run, sh, state
+from .podman import LAB, REPO, LabError, copy, exists, inspect, log, podman, put, reachable, run, sh, state
 
 BUILD = os.path.join(REPO, ".build", "kube")
 KUBECONFIG = os.path.join(BUILD, "kubeconfig")
@@ -152,6 +152,12 @@ class Cluster:
     # ---- control plane -----------------------------------------------------------------
     def control_plane(self):
         st = state(CP)
+        if st == "running" and not reachable(CP):
+            # listed as running, its processes gone (the machine restarted under it): start afresh
+            log(f"{CP}: listed as running but not reachable (stale, e.g. after a restart of the machine); recreating it")
+            podman("rm", "-f", "-t", "0", CP)
+            podman("volume", "rm", "-f", f"{CP}-var", check=False)
+            st = ""
         if st == "":
             log(f"{CP}: creating ({CP_IP}; API on 127.0.0.1:{API_PORT}, Prometheus on 127.0.0.1:{PROMETHEUS_PORT})")
             if podman("network", "exists", NETWORK, check=False).returncode != 0:

@@ -35,6 +35,14 @@ def exists(name):
     return podman("container", "exists", name, check=False).returncode == 0
 
 
+def reachable(name, timeout=30):
+    """Whether a running container accepts an exec (a stale one, its processes gone, does not)."""
+    try:
+        return podman("exec", name, "true", check=False, timeout=timeout).returncode == 0
+    except subprocess.TimeoutExpired:
+        return False
+
+
 def state(name):
     res = podman("container", "inspect", "--format", "{{.State.Status}}", name, check=False)
     return res.stdout.strip() if res.returncode == 0 else ""
