@@ -119,6 +119,13 @@ options:
         suit the cgroup manager).
     type: dict
     default: {}
+  option_names:
+    description:
+      - "What to call the module's options in its error messages, as C({option: name}); a role
+        passes the names of its own variables (C({edit_mode: container_toolkit_edit_mode})) so an
+        error names what its user sets. The result's RV(option) keeps the module's own name."
+    type: dict
+    default: {}
   state_dir:
     description:
       - Directory of the module's records of what it added where a file cannot carry a marker
@@ -209,6 +216,11 @@ backups:
   returned: always
   type: list
   elements: str
+option:
+  description: The module's option an input error is about (the message may name it as O(option_names) says).
+  returned: failure, when an option's value is refused
+  type: str
+  sample: edit_mode
 diff:
   description: Before and after of each file, credentials masked.
   returned: when diff mode is on and something changed
@@ -420,6 +432,7 @@ def main():
             containerd_version=dict(type="str"),
             state_dir=dict(type="path", default="/var/lib/gpuops/runtime_config"),
             handler_options=dict(type="dict", default={}),
+            option_names=dict(type="dict", default={}),
         ),
         supports_check_mode=True,
     )
@@ -452,7 +465,12 @@ def main():
             changes, records, warnings, extra = _plan_docker(module, params, config_path)
         changes = _keep_foreign_drop_in(changes, drop_in_path, params["state"], warnings)
     except ConfigError as exc:
-        module.fail_json(msg=mask_text(str(exc)), option=exc.option)
+        msg = str(exc)
+        name = params["option_names"].get(exc.option) if exc.option else None
+        if name and msg.startswith(exc.option + ":"):
+            # 'OPTION: problem; fix' (the option's name may also be a word of the problem)
+            msg = str(name) + msg[len(exc.option):]
+        module.fail_json(msg=mask_text(msg), option=exc.option)
 
     changed = [(path, before, after) for path, before, after in changes if before != after]
     records = [(path, before, after) for path, before, after in records if before != after]

@@ -157,3 +157,16 @@ def test_a_drop_in_the_module_did_not_write_is_kept(run_module, tmp_path, runtim
     assert any("was not written by this module" in warning for warning in result.get("warnings", []))
     with open(args["drop_in_path"]) as handle:
         assert handle.read() == own
+
+
+def test_a_refused_option_is_named_as_the_caller_names_it(run_module, tmp_path):
+    """A role passes its variables' names: the error names what the role's user sets, the result
+    keeps the module's own option name, and nothing is written."""
+    args = dict(paths(tmp_path, "crio"), runtime="crio", validate=False, edit_mode="in_place",
+                option_names={"edit_mode": "container_toolkit_edit_mode"})
+    failed, result = run_module(runtime_config.main, args)
+    assert failed and result["option"] == "edit_mode"
+    assert result["msg"].startswith("container_toolkit_edit_mode: in_place is for containerd"), result["msg"]
+    assert not os.path.exists(args["drop_in_path"])
+    failed, result = run_module(runtime_config.main, dict(args, option_names={}))
+    assert failed and result["msg"].startswith("edit_mode: in_place is for containerd"), result["msg"]
