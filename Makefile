@@ -31,7 +31,7 @@ COLLECTION_SOURCES := galaxy.yml README.md LICENSE $(shell find meta plugins rol
 	changelogs -type f -not -path '*/__pycache__/*' 2>/dev/null)
 
 .PHONY: help lab lab-down test deps apt venv fake-nvml images collection sanity lint units \
-	lab-tests host-tests integration molecule clean ansible-test-env apt-repo runtime-binaries go-binaries
+	lab-tests integration molecule clean ansible-test-env apt-repo runtime-binaries go-binaries
 
 help:
 	@echo "make lab      run the site playbook on the built-in lab (simulated GPU nodes)"
@@ -102,16 +102,12 @@ lab-down:
 ## ---- tests --------------------------------------------------------------------------------
 # Under `make test` a test whose prerequisite is missing fails instead of skipping
 # (GPUOPS_REQUIRE_ALL): only a reason a reader sees, like "no GPU", may skip a test.
-# The lab cluster's tests run beside molecule's scenarios and then the integration tests (separate
-# containers, networks and ports; the cluster's tests mostly wait on pods and rollouts), each log
-# kept whole.
+# molecule's scenarios and the lab cluster's tests run side by side (separate containers, networks
+# and ports; the cluster's tests mostly wait on pods and rollouts), each with its log kept whole.
 test: deps fake-nvml images collection apt-repo go-binaries runtime-binaries
 	GPUOPS_REQUIRE_ALL=1 $(MAKE) --no-print-directory sanity lint units
-	GPUOPS_REQUIRE_ALL=1 $(MAKE) --no-print-directory -j2 --output-sync=target lab-tests host-tests
-
-# molecule, then the integration tests (run even when a scenario failed; the result is both's)
-host-tests:
-	@$(MAKE) --no-print-directory molecule; rc=$$?; $(MAKE) --no-print-directory integration && exit $$rc
+	GPUOPS_REQUIRE_ALL=1 $(MAKE) --no-print-directory -j2 --output-sync=target molecule lab-tests
+	GPUOPS_REQUIRE_ALL=1 $(MAKE) --no-print-directory integration
 
 $(AT_ROOT): FORCE
 	@mkdir -p $(AT_ROOT)

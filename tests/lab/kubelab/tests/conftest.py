@@ -93,8 +93,10 @@ class Kube:
 def _bring_up_lab():
     """`make lab`: the GPU nodes, the cluster, the site playbook, the lab's operands."""
     t0 = time.time()
+    # a make of its own: not the jobserver of a `make test` that runs these tests
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")}
     res = subprocess.run(["make", "--no-print-directory", "-s", "lab"], cwd=REPO, capture_output=True, text=True,
-                         timeout=3600, check=False)
+                         timeout=3600, check=False, env=env)
     # the site run's job log, for the tests that read it as an operator would
     os.makedirs(os.path.dirname(MAKE_LAB_LOG), exist_ok=True)
     with open(MAKE_LAB_LOG, "w", encoding="utf-8") as handle:
