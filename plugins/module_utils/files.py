@@ -46,6 +46,22 @@ def write_record(module, result: dict, path: str, what: str, before: str | None,
         result["diff"] = diff_entry(path, before, after)
 
 
+def with_env(text: str | None, settings: dict) -> str:
+    """An environment file (systemd's EnvironmentFile, KEY=value lines) with ``settings`` set:
+    a line that sets a key is replaced in place, missing keys are appended, every other line is
+    kept as it is."""
+    lines = (text or "").splitlines()
+    done = set()
+    for index, line in enumerate(lines):
+        key = line.split("=", 1)[0].strip()
+        if "=" in line and not line.lstrip().startswith("#") and key in settings:
+            lines[index] = "%s=%s" % (key, settings[key]) if key not in done else None
+            done.add(key)
+    lines = [line for line in lines if line is not None]
+    lines += ["%s=%s" % (key, value) for key, value in settings.items() if key not in done]
+    return "\n".join(lines) + "\n" if lines else ""
+
+
 def check_writable(path: str) -> str | None:
     """Why path cannot be written (or its nearest existing directory), or None when it can."""
     directory = os.path.dirname(path) or "."

@@ -21,6 +21,12 @@ description:
     the new spec and fails, with the findings, when it still does not match."
   - Nothing is generated while the driver is not loaded (NVML cannot list the GPUs; RV(message)
     says so) or while a GPU is lost (nvidia-ctk stops at it; the finding says so).
+  - With the toolkit's refresh units (O(method=refresh_units), or O(method=auto) where the
+    toolkit has them), it first sets O(refresh_env) in the refresh service's environment file
+    (edited in place, every other line kept) and, with O(enable_refresh_units), enables
+    C(nvidia-cdi-refresh.service) and starts C(nvidia-cdi-refresh.path) afterwards, so the spec is
+    regenerated at boot and whenever the driver changes.
+  - While the driver is not loaded it warns that the spec waits for it, and what will generate it.
   - In check mode a stale spec is reported as changed, with the device names as the diff.
 author:
   - gpuops.nvidia maintainers (@gpuops)
@@ -31,11 +37,30 @@ options:
   method:
     description:
       - How a stale spec is regenerated. C(generate) runs C(nvidia-ctk cdi generate); C(refresh_units)
-        restarts C(nvidia-cdi-refresh.service), which writes C(/var/run/cdi/nvidia.yaml); C(check)
-        only checks.
+        restarts C(nvidia-cdi-refresh.service), which writes C(/var/run/cdi/nvidia.yaml); C(auto)
+        takes C(refresh_units) where the toolkit has them (1.18 and later), else C(generate);
+        C(check) only checks.
     type: str
-    choices: [generate, refresh_units, check]
+    choices: [auto, generate, refresh_units, check]
     default: generate
+  refresh_env:
+    description:
+      - Settings for the refresh service's environment file (O(refresh_env_file)), set before the
+        spec is regenerated, with the refresh units only. For example
+        C(NVIDIA_CTK_CDI_GENERATE_MODE=auto) - toolkit 1.18 otherwise takes the discovery mode
+        from the runtime's mode, and C(cdi), C(legacy) or C(jit-cdi) are none (fixed in 1.19.0).
+    type: dict
+    default: {}
+  refresh_env_file:
+    description: The refresh service's environment file (a conffile of the toolkit package).
+    type: path
+    default: /etc/nvidia-container-toolkit/nvidia-cdi-refresh.env
+  enable_refresh_units:
+    description:
+      - With the refresh units, enable C(nvidia-cdi-refresh.service) and enable and start
+        C(nvidia-cdi-refresh.path) (they regenerate the spec at boot and when the driver changes).
+    type: bool
+    default: false
   output:
     description: Where C(nvidia-ctk cdi generate) writes the spec (O(method=generate)).
     type: path
@@ -67,7 +92,7 @@ attributes:
     description: Reports whether the spec would be regenerated, without running the tool.
   diff_mode:
     support: full
-    description: The device names the spec lists, before and after.
+    description: The device names the spec lists, before and after; the refresh service's environment file.
   idempotent:
     support: full
     description: A spec that matches the GPUs is left alone (C(changed=false)).
@@ -82,6 +107,13 @@ EXAMPLES = r"""
 - name: Have the toolkit's refresh service regenerate a stale spec
   gpuops.nvidia.cdi_spec:
     method: refresh_units
+
+- name: Take the refresh units where the toolkit has them, keep them enabled, and set their discovery mode
+  gpuops.nvidia.cdi_spec:
+    method: auto
+    refresh_env:
+      NVIDIA_CTK_CDI_GENERATE_MODE: auto
+    enable_refresh_units: true
 """
 
 RETURN = r"""
@@ -125,13 +157,24 @@ message:
   description: One line on what was found and done.
   returned: always
   type: str
+method:
+  description: The method used (O(method=auto) resolved to C(refresh_units) or C(generate)).
+  returned: always
+  type: str
+  sample: refresh_units
+refresh_units:
+  description: What changed about the refresh units - C(environment), C(enabled nvidia-cdi-refresh.service), ...
+  returned: always
+  type: list
+  elements: str
 """
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
-from ansible_collections.gpuops.nvidia.plugins.module_utils import cdi, commands, findings, nvml
+from ansible_collections.gpuops.nvidia.plugins.module_utils import cdi, commands, files, findings, nvml
 
 REFRESH_SERVICE = "nvidia-cdi-refresh.service"
+REFRESH_PATH = "nvidia-cdi-refresh.path"
 
 
 def _check(params):
@@ -139,15 +182,56 @@ def _check(params):
     return node, cdi.check_node(node["gpus"], params["spec_dirs"], params["kind"], params["check_device_nodes"])
 
 
-def _refresh_units_problem(module) -> str | None:
-    """Why the toolkit's refresh service cannot regenerate the spec, or None."""
+def _load_state(module) -> str:
     rc, out, _err = commands.run(module, ["systemctl", "show", "-p", "LoadState", "--value", REFRESH_SERVICE])
-    state = out.strip() if rc == 0 else "unknown"
+    return out.strip() if rc == 0 else "unknown"
+
+
+def _refresh_units_problem(state: str) -> str | None:
+    """Why the toolkit's refresh service cannot regenerate the spec, or None."""
     if state in ("loaded",):
         return None
     return ("%s is %s: the refresh units come with the NVIDIA Container Toolkit 1.18 and later; install toolkit "
             "1.18 or later, or regenerate the spec with nvidia-ctk cdi generate (method=generate)"
             % (REFRESH_SERVICE, state or "not installed"))
+
+
+def _set_refresh_env(module, params, result):
+    path = params["refresh_env_file"]
+    before = files.read_text(path)
+    after = files.with_env(before, {str(k): str(v) for k, v in params["refresh_env"].items()})
+    if after == before:
+        return
+    problem = files.check_writable(path)
+    if problem:
+        module.fail_json(msg="cannot set the refresh service's environment in %s: %s" % (path, problem))
+    result["refresh_units"].append("environment")
+    if not module.check_mode:
+        files.write_atomic(module, path, after, mode=0o644, keep_backup=True)
+    if module._diff:  # pylint: disable=protected-access
+        result["diff"].append(files.diff_entry(path, before, after))
+
+
+def _enable_refresh_units(module, result):
+    """nvidia-cdi-refresh.service enabled, nvidia-cdi-refresh.path enabled and started."""
+    for unit, start in ((REFRESH_SERVICE, False), (REFRESH_PATH, True)):
+        rc, out, _err = commands.run(module, ["systemctl", "is-enabled", unit])
+        if out.strip() not in ("enabled", "enabled-runtime", "static", "alias", "indirect", "generated"):
+            result["refresh_units"].append("enabled " + unit)
+            if not module.check_mode:
+                _systemctl(module, "enable", unit)
+        if start:
+            rc, out, _err = commands.run(module, ["systemctl", "is-active", unit])
+            if rc != 0 or out.strip() != "active":
+                result["refresh_units"].append("started " + unit)
+                if not module.check_mode:
+                    _systemctl(module, "start", unit)
+
+
+def _systemctl(module, verb, unit):
+    rc, out, err = commands.run(module, ["systemctl", verb, unit])
+    if rc != 0:
+        module.fail_json(msg="systemctl %s %s failed (exit %d): %s" % (verb, unit, rc, (err or out).strip()[-2000:]))
 
 
 def _regenerate(module, params):
@@ -166,7 +250,10 @@ def _regenerate(module, params):
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            method=dict(type="str", choices=["generate", "refresh_units", "check"], default="generate"),
+            method=dict(type="str", choices=["auto", "generate", "refresh_units", "check"], default="generate"),
+            refresh_env=dict(type="dict", default={}),
+            refresh_env_file=dict(type="path", default="/etc/nvidia-container-toolkit/nvidia-cdi-refresh.env"),
+            enable_refresh_units=dict(type="bool", default=False),
             output=dict(type="path", default="/var/run/cdi/nvidia.yaml"),
             generate_mode=dict(type="str", default="auto"),
             spec_dirs=dict(type="list", elements="path", default=["/etc/cdi", "/var/run/cdi"]),
@@ -182,10 +269,18 @@ def main():
     if not cdi.HAS_YAML:
         module.fail_json(msg=missing_required_lib("PyYAML"))
     params = module.params
-    if params["method"] == "refresh_units":
-        problem = _refresh_units_problem(module)
+    result = {"refresh_units": [], "diff": []}
+    method = params["method"]
+    if method in ("auto", "refresh_units"):
+        state = _load_state(module)
+        if method == "auto":
+            method = "refresh_units" if state == "loaded" else "generate"
+        problem = _refresh_units_problem(state) if method == "refresh_units" else None
         if problem:
             module.fail_json(msg=problem)
+    if method == "refresh_units" and params["refresh_env"]:
+        _set_refresh_env(module, params, result)
+    params = dict(params, method=method)
     node, report = _check(params)
     before = report
     loaded = node["driver"].get("loaded")
@@ -193,22 +288,30 @@ def main():
     if regenerate and not module.check_mode:
         _regenerate(module, params)
         node, report = _check(params)
-    result = dict(report, changed=regenerate, regenerated=regenerate, stale_before=before["stale"], driver=node["driver"])
+    if method == "refresh_units" and params["enable_refresh_units"]:
+        _enable_refresh_units(module, result)
+    result.update(report, changed=regenerate or bool(result["refresh_units"]), regenerated=regenerate,
+                  stale_before=before["stale"], driver=node["driver"], method=method)
     if not loaded:
         result["message"] = "no CDI spec checked or generated: NVML is not usable (%s)" % node["driver"].get("message")
+        module.warn("%s; %s" % (result["message"], "nvidia-cdi-refresh generates it when the driver is loaded (at boot "
+                                "or after its install)" if method == "refresh_units" else
+                                "run this again once the driver is loaded (after the reboot)"))
     elif regenerate:
         result["message"] = "the CDI spec %s regenerated (%s): it listed %d of the %d device(s) NVML reports" % (
-            "would be" if module.check_mode else "was", params["method"], len(set(before["listed"]) & set(before["expected"])),
+            "would be" if module.check_mode else "was", method, len(set(before["listed"]) & set(before["expected"])),
             len(before["expected"]))
     else:
         result["message"] = "the CDI spec lists the %d device(s) NVML reports" % len(report["expected"]) \
             if not report["stale"] else "the CDI spec is stale and was not regenerated"
-    if regenerate and module._diff:
+    if regenerate and module._diff:  # pylint: disable=protected-access
         after = report["expected"] if module.check_mode else report["listed"]
         header = "CDI devices (%s)" % params["kind"]
-        result["diff"] = {"before_header": header, "after_header": header,
-                          "before": "".join(name + "\n" for name in before["listed"]),
-                          "after": "".join(name + "\n" for name in after)}
+        result["diff"].append({"before_header": header, "after_header": header,
+                               "before": "".join(name + "\n" for name in before["listed"]),
+                               "after": "".join(name + "\n" for name in after)})
+    if not result["diff"]:
+        del result["diff"]
     errors = [item for item in report["findings"] if item["severity"] == "error"]
     if params["fail_on_errors"] and loaded and errors and not module.check_mode:
         result["msg"] = ("the CDI spec does not match the GPUs NVML reports%s: %s" % (

@@ -63,6 +63,14 @@ options:
         labels, validation, the fleet summary).
     type: bool
     default: false
+  bindings_pending:
+    description:
+      - The NVML bindings are about to be installed by the same run (its check mode, where the
+        install was only simulated). Without the bindings the module then reports that the
+        report waits for them (RV(lines); only RV(lines), RV(changes) and RV(record) are
+        returned then) instead of failing.
+    type: bool
+    default: false
 attributes:
   check_mode:
     support: full
@@ -209,9 +217,13 @@ def main():
             kernel_log=dict(type="bool", default=True),
             host_root=dict(type="path", default="/"),
             as_facts=dict(type="bool", default=False),
+            bindings_pending=dict(type="bool", default=False),
         ),
         supports_check_mode=True,
     )
+    if not nvml.HAS_PYNVML and module.params["bindings_pending"]:
+        module.exit_json(changed=False, changes=[], record=None, lines=[
+            "The NVML bindings would be installed first; the GPU report runs once they are."])
     if not nvml.HAS_PYNVML:
         module.fail_json(msg=missing_required_lib("nvidia-ml-py (Python module pynvml)"),
                          exception=nvml.PYNVML_IMPORT_ERROR)

@@ -59,6 +59,16 @@ def test_cdi_refresh_units_enabled(host):
     assert host.service("nvidia-cdi-refresh.service").is_enabled
 
 
+def test_refresh_service_has_its_discovery_mode(host):
+    # container_toolkit_mode cdi: toolkit 1.18 would take "cdi" as the discovery mode
+    env = host.file("/etc/nvidia-container-toolkit/nvidia-cdi-refresh.env")
+    lines = env.content_string.splitlines()
+    assert lines.count("NVIDIA_CTK_CDI_GENERATE_MODE=auto") == 1
+    assert not any(line.startswith("NVIDIA_CTK_CDI_GENERATE_MODE=") and line.endswith("=cdi") for line in lines)
+    shown = host.check_output("systemctl show nvidia-cdi-refresh.service -p EnvironmentFiles")
+    assert "/etc/nvidia-container-toolkit/nvidia-cdi-refresh.env" in shown
+
+
 def test_stale_spec_regenerated_after_the_mig_change(host):
     names = nvml_names(host)
     assert {"0:0", "0:1"} <= names and len([n for n in names if n.startswith("MIG-")]) == 2

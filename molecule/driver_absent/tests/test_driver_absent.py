@@ -34,6 +34,7 @@ def test_role_files_removed(host):
                  "/etc/apt/sources.list.d/gpuops-nvidia-cuda.sources",
                  "/etc/apt/keyrings/gpuops-nvidia-cuda.asc",
                  "/etc/modprobe.d/blacklist-nouveau-gpuops.conf",
+                 "/etc/modprobe.d/nvidia-gpuops.conf",
                  "/var/lib/gpuops/driver-state.json"):
         assert not host.file(path).exists, path
 

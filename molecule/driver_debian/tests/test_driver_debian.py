@@ -27,6 +27,15 @@ def test_nouveau_blacklisted(host):
     assert "blacklist nouveau" in host.check_output("modprobe --showconfig 2>/dev/null | grep nouveau || true")
 
 
+def test_module_options_file_sets_none_without_driver_module_options(host):
+    conf = host.file("/etc/modprobe.d/nvidia-gpuops.conf")
+    assert conf.is_file and conf.mode == 0o644
+    assert conf.content_string.startswith("# Managed by gpuops.nvidia.driver")
+    assert not any(line.startswith("options") for line in conf.content_string.splitlines())
+    # modprobe reads no nvidia options at all
+    assert "options nvidia " not in host.check_output("modprobe --showconfig 2>/dev/null | grep -i nvidia || true")
+
+
 def test_persistenced_enabled(host):
     assert host.service("nvidia-persistenced").is_enabled
 

@@ -97,3 +97,18 @@ def test_diff_entry_masks_and_names_absent_files():
     assert entry["after"] == '{"proxies": {"http-proxy": "http://u:********@p:3128"}}\n'
     gone = files.diff_entry("/x", 'password = "pw"\n', None)
     assert gone["after_header"] == "/x (absent)" and gone["before"] == 'password = "********"\n'
+
+
+def test_with_env_sets_keys_in_place_and_keeps_every_other_line():
+    text = "# the toolkit's defaults\nNVIDIA_CTK_CDI_OUTPUT_FILE_PATH=/var/run/cdi/nvidia.yaml\nNVIDIA_CTK_CDI_GENERATE_MODE=cdi\n"
+    after = files.with_env(text, {"NVIDIA_CTK_CDI_GENERATE_MODE": "auto", "NVIDIA_CTK_DEBUG": "false"})
+    assert after == ("# the toolkit's defaults\nNVIDIA_CTK_CDI_OUTPUT_FILE_PATH=/var/run/cdi/nvidia.yaml\n"
+                     "NVIDIA_CTK_CDI_GENERATE_MODE=auto\nNVIDIA_CTK_DEBUG=false\n")
+    assert files.with_env(after, {"NVIDIA_CTK_CDI_GENERATE_MODE": "auto"}) == after
+
+
+def test_with_env_keeps_comments_that_name_a_key_and_drops_a_repeated_setting():
+    text = "#NVIDIA_CTK_CDI_GENERATE_MODE=nvml\nNVIDIA_CTK_CDI_GENERATE_MODE=cdi\nNVIDIA_CTK_CDI_GENERATE_MODE=csv\n"
+    assert files.with_env(text, {"NVIDIA_CTK_CDI_GENERATE_MODE": "auto"}) == (
+        "#NVIDIA_CTK_CDI_GENERATE_MODE=nvml\nNVIDIA_CTK_CDI_GENERATE_MODE=auto\n")
+    assert files.with_env(None, {"A": "1"}) == "A=1\n"

@@ -1,0 +1,153 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpuops.nvidia contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The few Kubernetes API calls the collection's own modules make, over the ``kubernetes`` Python
+client, with objects as plain dicts shaped as the API (and kubernetes.core.k8s_info) returns them.
+The connection options are those of kubernetes.core and of the gpuops.nvidia.k8s_auth lookup
+(``kubeconfig``, ``context``, ``host``, ``api_key``, ``validate_certs``, ``ca_cert``); unset ones
+fall back as kubectl does: ``KUBECONFIG``, ``~/.kube/config``, then the in-cluster service account."""
+
+from __future__ import annotations
+
+__metaclass__ = type
+
+import json
+import os
+
+try:
+    from kubernetes import client as k8s_client
+    from kubernetes import config as k8s_config
+    from kubernetes.client.rest import ApiException
+    HAS_KUBERNETES = True
+    KUBERNETES_ERROR = None
+except ImportError as exc:  # the module reports it with missing_required_lib
+    HAS_KUBERNETES = False
+    KUBERNETES_ERROR = exc
+
+    class ApiException(Exception):  # noqa: N818 - the kubernetes client's name
+        status = None
+
+AUTH_ARGS = dict(
+    kubeconfig=dict(type="path"),
+    context=dict(type="str"),
+    host=dict(type="str"),
+    api_key=dict(type="str", no_log=True),
+    validate_certs=dict(type="bool", aliases=["verify_ssl"]),
+    ca_cert=dict(type="path", aliases=["ssl_ca_cert"]),
+)
+
+
+class KubeError(Exception):
+    """A call the API server refused or could not answer; ``status`` is its HTTP status."""
+
+    def __init__(self, message, status=None, reason=""):
+        super().__init__(message)
+        self.status = status
+        self.reason = reason
+
+
+def _reason(exc) -> str:
+    try:
+        return json.loads(exc.body).get("message") or exc.reason
+    except (TypeError, ValueError, AttributeError):
+        return getattr(exc, "reason", "") or str(exc)
+
+
+def connect(params: dict):
+    """An ApiClient for the connection options (a dict with the AUTH_ARGS keys)."""
+    if params.get("host"):
+        configuration = k8s_client.Configuration()
+        configuration.host = params["host"]
+        if params.get("api_key"):
+            configuration.api_key = {"authorization": "Bearer " + params["api_key"]}
+    else:
+        kubeconfig = params.get("kubeconfig") or os.environ.get("KUBECONFIG", "").split(os.pathsep)[0] \
+            or os.path.expanduser("~/.kube/config")
+        configuration = k8s_client.Configuration()
+        if os.path.exists(kubeconfig):
+            k8s_config.load_kube_config(config_file=kubeconfig, context=params.get("context"),
+                                        client_configuration=configuration, persist_config=False)
+        else:
+            try:
+                k8s_config.load_incluster_config(client_configuration=configuration)
+            except k8s_config.ConfigException as exc:
+                raise KubeError("no kubeconfig at %s and not running in a cluster (%s): set gpuops_kubeconfig "
+                                "(the module's kubeconfig option) to the cluster's kubeconfig" % (kubeconfig, exc))
+    if params.get("validate_certs") is not None:
+        configuration.verify_ssl = params["validate_certs"]
+    if params.get("ca_cert"):
+        configuration.ssl_ca_cert = params["ca_cert"]
+    return k8s_client.ApiClient(configuration)
+
+
+class Kube:
+    """Nodes and pods as dicts. Every failure is a KubeError naming the call."""
+
+    def __init__(self, api_client):
+        self.core = k8s_client.CoreV1Api(api_client)
+
+    def _call(self, what, method, *args, **kwargs):
+        try:
+            return method(*args, **kwargs)
+        except ApiException as exc:
+            raise KubeError("%s: %s" % (what, _reason(exc)), status=exc.status, reason=_reason(exc))
+        except Exception as exc:  # the client's connection errors (urllib3, ssl) are not ApiExceptions
+            raise KubeError("%s: %s" % (what, exc))
+
+    def _json(self, what, method, *args, **kwargs):
+        response = self._call(what, method, *args, _preload_content=False, **kwargs)
+        return json.loads(response.data)
+
+    def node(self, name: str) -> dict | None:
+        try:
+            return self._json("read node %s" % name, self.core.read_node, name)
+        except KubeError as exc:
+            if exc.status == 404:
+                return None
+            raise
+
+    def nodes(self, label_selector: str = "") -> list:
+        return self._json("list nodes", self.core.list_node, label_selector=label_selector)["items"]
+
+    def patch_node(self, name: str, body: dict) -> dict:
+        # a dict body goes as a strategic merge patch: null removes a label or annotation
+        return self._json("patch node %s" % name, self.core.patch_node, name, body)
+
+    def pods(self, node: str, namespace: str = "", label_selector: str = "") -> list:
+        field = "spec.nodeName=%s" % node
+        if namespace:
+            return self._json("list pods of %s in %s" % (node, namespace), self.core.list_namespaced_pod, namespace,
+                              field_selector=field, label_selector=label_selector)["items"]
+        return self._json("list pods of %s" % node, self.core.list_pod_for_all_namespaces,
+                          field_selector=field, label_selector=label_selector)["items"]
+
+    def pod(self, namespace: str, name: str) -> dict | None:
+        try:
+            return self._json("read pod %s/%s" % (namespace, name), self.core.read_namespaced_pod, name, namespace)
+        except KubeError as exc:
+            if exc.status == 404:
+                return None
+            raise
+
+    def delete_pod(self, namespace: str, name: str) -> bool:
+        """False when the pod was gone already."""
+        try:
+            self._call("delete pod %s/%s" % (namespace, name), self.core.delete_namespaced_pod, name, namespace)
+        except KubeError as exc:
+            if exc.status == 404:
+                return False
+            raise
+        return True
+
+    def evict_pod(self, namespace: str, name: str) -> bool:
+        """Asks the Eviction API to evict the pod; False when it was gone already. A refusal by a
+        PodDisruptionBudget is a KubeError with status 429."""
+        body = k8s_client.V1Eviction(metadata=k8s_client.V1ObjectMeta(name=name, namespace=namespace))
+        try:
+            self._call("evict pod %s/%s" % (namespace, name), self.core.create_namespaced_pod_eviction,
+                       name, namespace, body)
+        except KubeError as exc:
+            if exc.status == 404:
+                return False
+            raise
+        return True
