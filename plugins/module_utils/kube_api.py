@@ -59,7 +59,9 @@ def connect(params: dict):
         configuration = k8s_client.Configuration()
         configuration.host = params["host"]
         if params.get("api_key"):
-            configuration.api_key = {"authorization": "Bearer " + params["api_key"]}
+            # (the client's key for it: BearerToken from version 34, authorization before)
+            token = "Bearer " + params["api_key"]
+            configuration.api_key = {"BearerToken": token, "authorization": token}
     else:
         kubeconfig = params.get("kubeconfig") or os.environ.get("KUBECONFIG", "").split(os.pathsep)[0] \
             or os.path.expanduser("~/.kube/config")
@@ -85,6 +87,7 @@ class Kube:
 
     def __init__(self, api_client):
         self.core = k8s_client.CoreV1Api(api_client)
+        self.apps = k8s_client.AppsV1Api(api_client)
 
     def _call(self, what, method, *args, **kwargs):
         try:
@@ -113,13 +116,19 @@ class Kube:
         # a dict body goes as a strategic merge patch: null removes a label or annotation
         return self._json("patch node %s" % name, self.core.patch_node, name, body)
 
-    def pods(self, node: str, namespace: str = "", label_selector: str = "") -> list:
-        field = "spec.nodeName=%s" % node
+    def pods(self, node: str | None, namespace: str = "", label_selector: str = "") -> list:
+        """The pods on ``node`` (None: on every node), in ``namespace`` (empty: in every one)."""
+        field = "spec.nodeName=%s" % node if node else ""
+        where = "%s%s" % (" of %s" % node if node else "", " in %s" % namespace if namespace else "")
         if namespace:
-            return self._json("list pods of %s in %s" % (node, namespace), self.core.list_namespaced_pod, namespace,
+            return self._json("list pods" + where, self.core.list_namespaced_pod, namespace,
                               field_selector=field, label_selector=label_selector)["items"]
-        return self._json("list pods of %s" % node, self.core.list_pod_for_all_namespaces,
+        return self._json("list pods" + where, self.core.list_pod_for_all_namespaces,
                           field_selector=field, label_selector=label_selector)["items"]
+
+    def daemonsets(self, namespace: str) -> list:
+        return self._json("list daemonsets in %s" % namespace, self.apps.list_namespaced_daemon_set,
+                          namespace)["items"]
 
     def pod(self, namespace: str, name: str) -> dict | None:
         try:

@@ -37,8 +37,6 @@ description:
     resumed by the same calls.
 author:
   - gpuops.nvidia maintainers (@gpuops)
-requirements:
-  - kubernetes (the Python client)
 options:
   name:
     description: The Kubernetes node's name.
@@ -132,29 +130,8 @@ options:
     description: Seconds between looks while waiting for a slot or for jobs.
     type: int
     default: 10
-  kubeconfig:
-    description:
-      - The kubeconfig file. Without it and O(host), C(KUBECONFIG), then C(~/.kube/config), then
-        the in-cluster service account. The C(gpuops.nvidia.k8s_auth) lookup gives these options
-        from the C(gpuops_kube*) variables.
-    type: path
-  context:
-    description: The kubeconfig's context.
-    type: str
-  host:
-    description: The API server's URL, instead of a kubeconfig.
-    type: str
-  api_key:
-    description: A bearer token for O(host).
-    type: str
-  validate_certs:
-    description: Whether to check the API server's certificate.
-    type: bool
-    aliases: [verify_ssl]
-  ca_cert:
-    description: The CA certificate that signed the API server's.
-    type: path
-    aliases: [ssl_ca_cert]
+extends_documentation_fragment:
+  - gpuops.nvidia.kube_auth
 attributes:
   check_mode:
     support: full
