@@ -263,13 +263,20 @@ class NodeUpgrade:
         pods = self.kube.pods(self.name)
         uids = {_name(p): (p.get("metadata") or {}).get("uid") for p in pods}
         names = ["%s/%s" % (p["namespace"], p["name"]) for p in upgrade_plan.gpu_pods(pods)]
+        self._delete(names, uids, "deleted", "GPU pods deleted but")
+
+    def _delete(self, names: list, uids: dict, key: str, what: str) -> bool:
+        """Deletes the pods ``names`` (recorded in result[key]) and waits until they are gone;
+        False when there were none (or in check mode)."""
         for name in names:
             self.result["changed"] = True
-            self.result["deleted"].append(name)
+            self.result[key].append(name)
             if not self.check:
                 self.kube.delete_pod(*name.split("/", 1))
-        if names and not self.check:
-            self._gone(names, self.opt.get("pod_deletion_timeout", 300), "GPU pods deleted but", uids)
+        if not names or self.check:
+            return False
+        self._gone(names, self.opt.get("pod_deletion_timeout", 300), what, uids)
+        return True
 
     def _drain(self):
         pods = self.kube.pods(self.name, label_selector=selector(DRAIN_SKIP_LABEL + "!=true",
@@ -321,18 +328,11 @@ class NodeUpgrade:
         pods = self.kube.pods(self.name, namespace=self.opt.get("operand_namespace") or "",
                               label_selector=self.opt.get("operand_selector") or "")
         uids = {_name(p): (p.get("metadata") or {}).get("uid") for p in pods}
-        names = sorted(uids)
-        for name in names:
-            self.result["changed"] = True
-            self.result["restarted"].append(name)
-            if not self.check:
-                self.kube.delete_pod(*name.split("/", 1))
-        if names and not self.check:
-            timeout = self.opt.get("pod_deletion_timeout", 300)
-            self._gone(names, timeout, "operand pods deleted but", uids)
+        if self._delete(sorted(uids), uids, "restarted", "operand pods deleted but"):
             # as the operator does before validation: their controllers' new pods Running and Ready
             owners = {controller(p) for p in pods} - {None}
-            self._wait("the operands did not come back Ready on %s" % self.name, timeout, 2,
+            self._wait("the operands did not come back Ready on %s" % self.name,
+                       self.opt.get("pod_deletion_timeout", 300), 2,
                        lambda: ", ".join(not_ready(self.kube.pods(
                            self.name, namespace=self.opt.get("operand_namespace") or "",
                            label_selector=self.opt.get("operand_selector") or ""), owners, set(uids.values()))))
