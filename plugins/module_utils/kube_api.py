@@ -37,6 +37,9 @@ AUTH_ARGS = dict(
 )
 
 
+REQUEST_TIMEOUT = (10, 60)
+
+
 class KubeError(Exception):
     """A call the API server refused or could not answer; ``status`` is its HTTP status."""
 
@@ -63,12 +66,21 @@ def connect(params: dict):
             token = "Bearer " + params["api_key"]
             configuration.api_key = {"BearerToken": token, "authorization": token}
     else:
+        if params.get("kubeconfig") and not os.path.exists(params["kubeconfig"]):
+            # (never another cluster's credentials in place of the one asked for)
+            raise KubeError("the kubeconfig %s does not exist: set gpuops_kubeconfig (the module's kubeconfig "
+                            "option) to the cluster's kubeconfig" % params["kubeconfig"])
         kubeconfig = params.get("kubeconfig") or os.environ.get("KUBECONFIG", "").split(os.pathsep)[0] \
             or os.path.expanduser("~/.kube/config")
         configuration = k8s_client.Configuration()
         if os.path.exists(kubeconfig):
-            k8s_config.load_kube_config(config_file=kubeconfig, context=params.get("context"),
-                                        client_configuration=configuration, persist_config=False)
+            try:
+                k8s_config.load_kube_config(config_file=kubeconfig, context=params.get("context"),
+                                            client_configuration=configuration, persist_config=False)
+            except (k8s_config.ConfigException, ValueError, TypeError, KeyError) as exc:
+                raise KubeError("cannot use the kubeconfig %s%s: %s; check gpuops_kubeconfig and gpuops_kube_context"
+                                % (kubeconfig, " (context %s)" % params["context"] if params.get("context") else "",
+                                   exc))
         else:
             try:
                 k8s_config.load_incluster_config(client_configuration=configuration)
@@ -90,6 +102,9 @@ class Kube:
         self.apps = k8s_client.AppsV1Api(api_client)
 
     def _call(self, what, method, *args, **kwargs):
+        # (connect, read) seconds: a connection an API server failover left half-open fails
+        # instead of blocking a wait whose own timeout could then never fire
+        kwargs.setdefault("_request_timeout", REQUEST_TIMEOUT)
         try:
             return method(*args, **kwargs)
         except ApiException as exc:

@@ -151,6 +151,7 @@ class NodeUpgrade:
                        "deleted": [], "evicted": [], "refused": {}, "restarted": [], "skip_label": False}
         self.node = None
         self.state = ""
+        self.warnings = []
 
     # -- helpers
     def _read(self) -> dict:
@@ -177,18 +178,25 @@ class NodeUpgrade:
         if body:
             self._patch(body)
 
-    def _wait(self, what: str, timeout: float, interval: float, done):
-        """Calls done() until it returns a falsy 'still waiting for' value, or fails after timeout."""
+    def _wait(self, what: str, timeout: float, interval: float, done, fix: str = ""):
+        """Calls done() until it returns a falsy 'still waiting for' value, or fails after timeout
+        with ``fix``. An API server that does not answer for a moment (no status, or 5xx: a
+        restart, a failover) is waited for as well."""
         deadline = self.clock() + timeout
         while True:
-            waiting = done()
+            try:
+                waiting = done()
+            except KubeError as exc:
+                if exc.status is not None and exc.status < 500:
+                    raise
+                waiting = "the API server did not answer (%s)" % exc
             if not waiting or self.check:
                 return waiting
             if self.clock() >= deadline:
-                raise UpgradeError("%s after %ds: %s" % (what, timeout, waiting))
+                raise UpgradeError("%s after %ds: %s%s" % (what, timeout, waiting, "; " + fix if fix else ""))
             self.sleep(interval)
 
-    def _gone(self, names: list, timeout: float, what: str, uids: dict):
+    def _gone(self, names: list, timeout: float, what: str, uids: dict, fix: str):
         """Waits until none of the pods ``names`` (ns/name) is there any more as the pod it was."""
         def left():
             there = []
@@ -197,7 +205,7 @@ class NodeUpgrade:
                 if pod is not None and (pod.get("metadata") or {}).get("uid") == uids.get(name):
                     there.append(name)
             return ", ".join(there)
-        self._wait("%s still there" % what, timeout, 1, left)
+        self._wait("%s still there" % what, timeout, 1, left, fix)
 
     # -- drained
     def drained(self):
@@ -216,6 +224,7 @@ class NodeUpgrade:
         record = {}
         if keep and ((node.get("metadata") or {}).get("annotations") or {}).get(CORDONED_ANNOTATION) != "true":
             record = {"metadata": {"annotations": {CORDONED_ANNOTATION: "true"}}}
+        self._refusals()
         self._mark("cordon-required", record)
         if self.opt.get("taint"):
             taints = with_taint(self.node, self.opt["taint"])
@@ -236,6 +245,24 @@ class NodeUpgrade:
         self._mark("pod-restart-required")
         return self.result
 
+    def _refusals(self):
+        """Before the node changes: pods the pod deletion or the drain would lose (no controller,
+        emptyDir data) and the options do not allow, as the operator's podDeletion/drain force and
+        deleteEmptyDir settings refuse them."""
+        force, emptydir = self.opt.get("force", False), self.opt.get("delete_emptydir_data", True)
+        if force and emptydir:
+            return
+        pods = self.kube.pods(self.name)
+        gpu = {"%s/%s" % (p["namespace"], p["name"]) for p in upgrade_plan.gpu_pods(pods)}
+        taken = [p for p in pods if _name(p) in gpu]
+        if self.opt.get("drain", True):
+            drained = set(_name(p) for p in self.kube.pods(self.name, label_selector=selector(
+                DRAIN_SKIP_LABEL + "!=true", self.opt.get("drain_selector") or "")))
+            taken += [p for p in pods if _name(p) in drained and _name(p) not in gpu]
+        problems = drain_pods(taken, emptydir, force)[1]
+        if problems:
+            raise UpgradeError("%s was not changed: %s" % (self.name, "; ".join(problems)))
+
     def _slot(self):
         def busy():
             found = upgrade_plan.slot(self.kube.nodes(self.opt.get("gpu_node_selector") or ""), self.name,
@@ -245,7 +272,8 @@ class NodeUpgrade:
             return "%d GPU node(s) out of service already (max_unavailable %d): %s" % (
                 len(found["unavailable"]), found["limit"], ", ".join(found["unavailable"]))
         try:
-            self._wait("no free slot", self.opt.get("slot_timeout", 3600), self.opt.get("poll_interval", 10), busy)
+            self._wait("no free slot", self.opt.get("slot_timeout", 3600), self.opt.get("poll_interval", 10), busy,
+                       "bring those nodes back, or raise driver_upgrade_max_unavailable or driver_upgrade_slot_timeout")
         except upgrade_plan.PlanError as exc:
             raise UpgradeError(str(exc))
 
@@ -257,7 +285,8 @@ class NodeUpgrade:
                     self.result["waited_for"].append(name)
             return ", ".join(found)
         self._wait("the pods matching %s have not finished" % jobs, self.opt.get("wait_for_jobs_timeout", 3600),
-                   self.opt.get("poll_interval", 10), active)
+                   self.opt.get("poll_interval", 10), active,
+                   "let them finish, or raise driver_upgrade_wait_for_jobs_timeout")
 
     def _delete_gpu_pods(self):
         pods = self.kube.pods(self.name)
@@ -275,7 +304,8 @@ class NodeUpgrade:
                 self.kube.delete_pod(*name.split("/", 1))
         if not names or self.check:
             return False
-        self._gone(names, self.opt.get("pod_deletion_timeout", 300), what, uids)
+        self._gone(names, self.opt.get("pod_deletion_timeout", 300), what, uids,
+                   "look at their finalizers and termination grace, or raise driver_upgrade_pod_deletion_timeout")
         return True
 
     def _drain(self):
@@ -317,7 +347,8 @@ class NodeUpgrade:
                     "driver_upgrade_drain_delay" % (", ".join(pending), tries, tries * self.opt.get("drain_delay", 10),
                                                     "; ".join(sorted(set(refusals[n] for n in pending)))))
             self.sleep(self.opt.get("drain_delay", 10))
-        self._gone(names, self.opt.get("drain_timeout", 300), "evicted pods", uids)
+        self._gone(names, self.opt.get("drain_timeout", 300), "evicted pods", uids,
+                   "look at their finalizers and termination grace, or raise driver_upgrade_drain_timeout")
 
     # -- restarted
     def restarted(self):
@@ -325,9 +356,17 @@ class NodeUpgrade:
         self.result["previous_state"] = self.state
         if rank(self.state) >= rank("validation-required"):
             return self.result
+        if self.state != "pod-restart-required":
+            raise UpgradeError("the node is at %s, not pod-restart-required: its operands are restarted after it was "
+                               "drained (state=drained) and its driver upgraded" % (self.state or "no upgrade state"))
         pods = self.kube.pods(self.name, namespace=self.opt.get("operand_namespace") or "",
                               label_selector=self.opt.get("operand_selector") or "")
         uids = {_name(p): (p.get("metadata") or {}).get("uid") for p in pods}
+        if not pods:
+            self.warnings.append("no operand pods on %s in namespace %s match %s: none restarted (check "
+                                 "driver_upgrade_namespace and driver_upgrade_operand_selector)" % (
+                                     self.name, self.opt.get("operand_namespace") or "(all)",
+                                     self.opt.get("operand_selector") or "(everything)"))
         if self._delete(sorted(uids), uids, "restarted", "operand pods deleted but"):
             # as the operator does before validation: their controllers' new pods Running and Ready
             owners = {controller(p) for p in pods} - {None}
@@ -335,7 +374,8 @@ class NodeUpgrade:
                        self.opt.get("pod_deletion_timeout", 300), 2,
                        lambda: ", ".join(not_ready(self.kube.pods(
                            self.name, namespace=self.opt.get("operand_namespace") or "",
-                           label_selector=self.opt.get("operand_selector") or ""), owners, set(uids.values()))))
+                           label_selector=self.opt.get("operand_selector") or ""), owners, set(uids.values()))),
+                       "look at the pods' events (the new driver may not load), or raise driver_upgrade_pod_deletion_timeout")
         self._mark("validation-required")
         return self.result
 
@@ -346,7 +386,7 @@ class NodeUpgrade:
         meta = node.get("metadata") or {}
         keep = (meta.get("annotations") or {}).get(CORDONED_ANNOTATION) == "true"
         self.result["keep_cordoned"] = keep
-        if self.state == "upgrade-done" and not keep and not (node.get("spec") or {}).get("unschedulable"):
+        if self.state == "upgrade-done":  # (a cordon made since is not the upgrade's to lift)
             return self.result
         self._mark("uncordon-required")
         # one patch: upgrade-done, and uncordoned unless an admin had cordoned the node before
@@ -360,7 +400,8 @@ class NodeUpgrade:
     def failed(self):
         self._read()
         self.result["previous_state"] = self.state
-        if self.state != upgrade_plan.FAILED:
+        # a node the upgrade never took out of service (it stopped before the cordon) is left as it is
+        if self.state in upgrade_plan.IN_PROGRESS:
             self._mark(upgrade_plan.FAILED)
         return self.result
 

@@ -279,6 +279,8 @@ def main():
         kube = kube_api.Kube(kube_api.connect(params))
         upgrade = NodeUpgrade(kube, params["name"], params, check=module.check_mode)
         result = upgrade.run(params["state"])
+        for warning in upgrade.warnings:
+            module.warn(warning)
     except (UpgradeError, kube_api.KubeError) as exc:
         partial = dict(upgrade.result, state=upgrade.state) if upgrade is not None else {}
         module.fail_json(msg="%s %s: %s" % (params["name"], params["state"], exc), **partial)

@@ -63,7 +63,19 @@ def test_a_host_and_token_instead_of_a_kubeconfig(tmp_path):
     assert config.verify_ssl is True and config.ssl_ca_cert == str(ca)
 
 
+def test_a_kubeconfig_given_but_missing_is_refused_not_replaced(tmp_path, monkeypatch):
+    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "10.96.0.1")  # (as in a pod: never fall back to it)
+    with pytest.raises(kube_api.KubeError, match=r"the kubeconfig .*missing does not exist: set gpuops_kubeconfig"):
+        kube_api.connect({"kubeconfig": str(tmp_path / "missing")})
+
+
 def test_no_kubeconfig_and_no_cluster_says_what_to_set(tmp_path, monkeypatch):
     monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "none"))
     with pytest.raises(kube_api.KubeError, match="set gpuops_kubeconfig"):
-        kube_api.connect({"kubeconfig": str(tmp_path / "missing")})
+        kube_api.connect({})
+
+
+def test_an_unknown_context_is_named(kubeconfig):
+    with pytest.raises(kube_api.KubeError, match=r"\(context staging\).*gpuops_kube_context"):
+        kube_api.connect({"kubeconfig": kubeconfig, "context": "staging"})

@@ -214,7 +214,8 @@ def test_pods_a_drain_would_lose_stop_it_before_any_eviction(extra, problem):
     kube = FakeKube([node()], [pod("bare", **extra), pod("web")])
     with pytest.raises(nu.UpgradeError, match=problem):
         run(kube, "drained", delete_emptydir_data=False)
-    assert kube.evicted == []
+    # refused before the node changed
+    assert kube.evicted == [] and kube.patches == [] and kube.label() is None
 
 
 def test_force_and_emptydir_options_let_the_drain_take_those_pods():
@@ -326,6 +327,71 @@ def test_check_mode_reports_and_changes_nothing():
 def test_a_node_the_cluster_does_not_have_is_named():
     with pytest.raises(nu.UpgradeError, match="the cluster has no node named gpu-01; set driver_upgrade_node_name"):
         run(FakeKube([]), "drained")
+
+
+def test_a_bare_gpu_pod_is_not_deleted_unless_force_says_so():
+    kube = FakeKube([node()], [pod("notebook", gpu=True, owner=None)])
+    with pytest.raises(nu.UpgradeError, match=r"gpu-01 was not changed: pods no controller manages would be lost: "
+                                              r"work/notebook; .*driver_upgrade_force: true"):
+        run(kube, "drained", drain=False)
+    assert kube.deleted == [] and kube.patches == []
+    assert run(kube, "drained", drain=False, force=True)["deleted"] == ["work/notebook"]
+
+
+def test_done_again_leaves_a_cordon_made_since_alone():
+    kube = FakeKube([node(state="validation-required", unschedulable=True)])
+    run(kube, "done")
+    kube.patch_node(NODE, {"spec": {"unschedulable": True}})  # an admin cordons the node afterwards
+    again = run(kube, "done")
+    assert not again["changed"] and kube.node(NODE)["spec"]["unschedulable"] is True
+
+
+def test_restarted_before_the_drain_is_refused():
+    for state in (None, "upgrade-done", "drain-required"):
+        kube = FakeKube([node(state=state)], [pod("exporter", ns="gpuops", owner="DaemonSet")])
+        with pytest.raises(nu.UpgradeError, match="not pod-restart-required: its operands are restarted after"):
+            run(kube, "restarted", operand_namespace="gpuops", operand_selector="")
+        assert kube.deleted == []
+
+
+def test_no_operands_on_the_node_is_said():
+    kube = FakeKube([node(state="pod-restart-required", unschedulable=True)])
+    upgrade = nu.NodeUpgrade(kube, NODE, {"operand_namespace": "gpuops", "operand_selector": "app=x"})
+    assert upgrade.run("restarted")["state"] == "validation-required"
+    assert upgrade.warnings == ["no operand pods on gpu-01 in namespace gpuops match app=x: none restarted (check "
+                                "driver_upgrade_namespace and driver_upgrade_operand_selector)"]
+
+
+def test_failed_leaves_a_node_the_upgrade_never_took_out_of_service():
+    for state in (None, "upgrade-done"):
+        kube = FakeKube([node(state=state)])
+        assert not run(kube, "failed")["changed"] and kube.label() == state and kube.patches == []
+
+
+def test_an_api_server_that_does_not_answer_for_a_moment_is_waited_for():
+    kube = FakeKube([node(), node("gpu-02", unschedulable=True)])
+    nodes, calls = kube.nodes, {"n": 0}
+
+    def flaky(label_selector=""):
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raise KubeError("list nodes: service unavailable", status=503)
+        if calls["n"] == 2:
+            raise KubeError("list nodes: connection refused")
+        kube._nodes["gpu-02"]["spec"] = {}  # the other node is back
+        return nodes(label_selector)
+    kube.nodes = flaky
+    assert run(kube, "drained", max_unavailable=1)["state"] == "pod-restart-required" and calls["n"] == 3
+
+
+def test_a_refusal_of_the_api_server_is_not_waited_for():
+    kube = FakeKube([node()])
+
+    def forbidden(label_selector=""):
+        raise KubeError("list nodes: forbidden", status=403)
+    kube.nodes = forbidden
+    with pytest.raises(KubeError, match="forbidden"):
+        run(kube, "drained")
 
 
 def test_the_label_never_moves_back():
