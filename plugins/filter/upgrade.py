@@ -6,9 +6,6 @@
 - ``upgrade_plan(nodes, target, max_unavailable, max_parallel, canary, retry_failed, members)``: the waves.
 - ``upgrade_nodes(node_objects, driver_label)``: the plan's node dicts from Node objects.
 - ``upgrade_steps(policy)``: what each node goes through, as [state, text].
-- ``upgrade_slot(node_objects, me, max_unavailable)``: whether a node may go out of service now.
-- ``upgrade_gpu_pods(pods)``: the pods the pod-deletion step deletes.
-- ``upgrade_active_pods(pods)``: the pods the wait-for-jobs step waits for.
 - ``upgrade_tainted(node_objects, key)``: the nodes carrying a taint with this key.
 - ``upgrade_order(plan)``: [[group, node]] in the order the playbook upgrades them."""
 
@@ -31,13 +28,6 @@ def _plan(nodes, target, max_unavailable="25%", max_parallel=1, canary=1, retry_
         raise AnsibleFilterError(str(exc))
 
 
-def _slot(nodes, me, max_unavailable):
-    try:
-        return upgrade_plan.slot(nodes, me, max_unavailable)
-    except upgrade_plan.PlanError as exc:
-        raise AnsibleFilterError(str(exc))
-
-
 def _steps(policy):
     return [list(step) for step in upgrade_plan.steps(policy or {})]
 
@@ -48,9 +38,6 @@ class FilterModule:
             "upgrade_plan": _plan,
             "upgrade_nodes": upgrade_plan.from_node_objects,
             "upgrade_steps": _steps,
-            "upgrade_slot": _slot,
-            "upgrade_gpu_pods": upgrade_plan.gpu_pods,
-            "upgrade_active_pods": upgrade_plan.active_pods,
             "upgrade_tainted": upgrade_plan.tainted,
             "upgrade_order": upgrade_plan.order,
         }
