@@ -39,6 +39,16 @@ options:
     description: Where the records of the roles' installations are kept.
     type: path
     default: /var/lib/gpuops/packages
+  prerequisites:
+    description:
+      - Packages the role's own modules need (Python libraries of the distribution), installed in
+        the same transaction as O(names) when they are missing, and recorded with them - never
+        upgraded, downgraded or held, whatever O(latest), O(allow_downgrade) and O(hold) say.
+      - They come from the distribution's repositories, so check mode simulates them even with
+        O(repository_pending) (RV(added) says which would be installed).
+    type: list
+    elements: str
+    default: []
   latest:
     description: Bring every package of O(names) to its candidate version (an upgrade, or a
       downgrade with O(allow_downgrade)); otherwise only missing packages are installed.
@@ -191,15 +201,31 @@ def _record_partial(module, path: str, previous: dict | None, params: dict, befo
     added = sorted(name for name in now if name not in before)
     gone = [name for name in retired if name not in now]
     if added or gone:
-        record = apt.install_record(previous, params["owner"], [_base_name(n) for n in params["names"]], added,
+        record = apt.install_record(previous, params["owner"],
+                                    [_base_name(n) for n in params["names"] + params["prerequisites"]], added,
                                     retired=gone)
         files.write_atomic(module, path, json.dumps(record, indent=2, sort_keys=True) + "\n", mode=0o644)
+
+
+def _exit_pending(module, result, before, prerequisites):
+    """Check mode before the repository is in place: apt cannot resolve its packages, so only the
+    missing prerequisites (the distribution's) are simulated; the installation is a change."""
+    missing = [name for name in prerequisites if _base_name(name) not in before]
+    options = ["--no-install-recommends"]
+    planned = apt_ops.simulate_install(module, missing, options, module.params["environment"]) if missing else []
+    result.update(changed=True, msg="the repository would be added first; apt cannot resolve its packages "
+                                    "before it is, so only the prerequisites are simulated",
+                  changed_packages=[{"name": name, "before": before.get(name), "after": version}
+                                    for name, version in sorted(planned)],
+                  added=sorted(name for name, _version in planned if name not in before))
+    module.exit_json(**result)
 
 
 def main():
     module = AnsibleModule(
         argument_spec=dict(
             names=dict(type="list", elements="str", required=True),
+            prerequisites=dict(type="list", elements="str", default=[]),
             owner=dict(type="str", required=True),
             record_dir=dict(type="path", default="/var/lib/gpuops/packages"),
             latest=dict(type="bool", default=False),
@@ -221,10 +247,7 @@ def main():
         module.fail_json(msg="names is empty: give the packages to install")
     environment = params["environment"]
     result = {"changed": False, "refreshed": False, "problems": [], "changed_packages": [], "added": [], "held": []}
-    if module.check_mode and params["repository_pending"]:
-        result.update(changed=True, msg="the repository would be added first; apt cannot resolve its packages "
-                                        "before it is, so the installation is not simulated")
-        module.exit_json(**result)
+    pending = module.check_mode and params["repository_pending"]
     try:
         if not module.check_mode and apt_ops.needs_refresh(params["cache_valid_time"]):
             refreshed = apt_ops.refresh(module, tolerate=params["tolerate"], strict=params["strict"],
@@ -234,11 +257,15 @@ def main():
         path = os.path.join(params["record_dir"], "%s.json" % params["owner"])
         previous = _record(module, path)
         retired = apt.retired_branch_packages((previous or {}).get("requires") or [],
-                                              [_base_name(n) for n in params["names"]], before) \
+                                              [_base_name(n) for n in params["names"] + params["prerequisites"]],
+                                              before) \
             if params["retire_branch_packages"] else []
+        if pending:
+            _exit_pending(module, result, before, params["prerequisites"])
         wanted = [name for name in params["names"] if params["latest"] or _base_name(name) not in before]
         if retired:
             wanted = list(params["names"]) + ["%s-" % name for name in retired]
+        wanted += [name for name in params["prerequisites"] if _base_name(name) not in before]
         options = ["--no-install-recommends", "--allow-change-held-packages"]
         options += ["--allow-downgrades"] if params["allow_downgrade"] else []
         planned = apt_ops.simulate_install(module, wanted, options, environment) if wanted else []
@@ -260,7 +287,8 @@ def main():
         if retired and module.check_mode:
             after = {name: version for name, version in after.items() if name not in retired}
 
-        record = apt.install_record(previous, params["owner"], [_base_name(n) for n in params["names"]],
+        record = apt.install_record(previous, params["owner"],
+                                    [_base_name(n) for n in params["names"] + params["prerequisites"]],
                                     result["added"], retired=retired)
         result["record"] = record
         if record != previous:

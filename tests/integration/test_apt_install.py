@@ -113,3 +113,26 @@ def test_a_pending_repository_in_check_mode_is_reported_not_simulated(tmp_path):
     # without it apt is asked, and refuses what it does not know
     refused = run(dict(args, repository_pending=False), check_mode=True)
     assert refused["failed"] is True and "gpuops-not-in-any-repository" in refused["msg"]
+
+
+def test_prerequisites_are_installed_with_the_packages_and_recorded(tmp_path, absent_package):
+    """The role's Python libraries go in the same transaction when missing, recorded with the
+    packages; an installed one is left at its version even with latest."""
+    args = {"names": ["dpkg"], "prerequisites": [absent_package, "apt"], "owner": "test", "record_dir": str(tmp_path),
+            "cache_valid_time": NO_REFRESH, "latest": True}
+    planned = run(args, check_mode=True)
+    assert planned["changed"] is True and absent_package in planned["added"]
+    assert "apt" not in [p["name"] for p in planned["changed_packages"]]
+    assert not installed(absent_package) and not list(tmp_path.iterdir())
+    # before the repository is in place only the prerequisites are simulated: the run knows
+    # which Python libraries it would add
+    pending = run(dict(args, names=["gpuops-not-in-any-repository"], repository_pending=True), check_mode=True)
+    assert pending["changed"] is True and "failed" not in pending, pending
+    assert pending["added"] and absent_package in pending["added"]
+    assert "only the prerequisites are simulated" in pending["msg"]
+    # recorded with the packages (an installed prerequisite only recorded)
+    # (not latest: no upgrade of this machine's dpkg)
+    recorded = run(dict(args, prerequisites=["apt"], latest=False))
+    assert recorded["changed"] is True and recorded["changed_packages"] == [], recorded
+    assert json.loads((tmp_path / "test.json").read_text())["requires"] == ["apt", "dpkg"]
+    assert run(dict(args, prerequisites=["apt"], latest=False))["changed"] is False

@@ -9,7 +9,7 @@ import os
 
 import pytest
 
-from conftest import tree_digest  # pylint: disable=import-error
+from conftest import BIN, REPO, tree_digest  # pylint: disable=import-error
 
 DEBIAN_12 = 'ID=debian\nVERSION_ID="12"\nPRETTY_NAME="Debian GNU/Linux 12 (bookworm)"\n'
 
@@ -297,3 +297,29 @@ def test_a_failed_preflight_in_the_driver_role_lists_only_the_problems_and_their
     failure = tasks["Show the pre-flight findings, and stop before any change when they are problems"]
     assert failure["msg"][0] == "pre-flight found 1 problem(s) on localhost; nothing was changed:"
     assert "would change the driver branch" in failure["msg"][1]
+
+
+@pytest.mark.parametrize("fatal", [False, True])
+def test_gpuops_preflight_fatal_stops_every_node_when_one_fails(lab, tmp_path, fatal):
+    """site.yml's pre-flight stage: by default a node that fails pre-flight is left out and the
+    others go on; with gpuops_preflight_fatal the first failure stops every node, so no stage runs."""
+    inventory = tmp_path / "hosts.ini"
+    inventory.write_text("[gpu_nodes]\n"
+                         "node-good ansible_connection=local driver_branch=570\n"
+                         "node-bad ansible_connection=local driver_branch=470\n")
+    argv = [os.path.join(BIN, "ansible-playbook"), os.path.join(REPO, "playbooks", "site.yml"),
+            "--tags", "preflight", "-e", json.dumps({"gpuops_preflight_fatal": fatal})]
+    proc = lab.run("hgx-h100", argv, check=False, env={"ANSIBLE_INVENTORY": str(inventory)})
+    assert proc.returncode != 0
+    out = json.loads(proc.stdout)
+    plays = [p["play"]["name"] for p in out["plays"]]
+    stats = out["stats"]
+    assert stats["node-bad"]["failures"] == 1
+    if fatal:
+        # the run ends with pre-flight: no later play starts, for either node
+        assert plays[-1].startswith("Stage 1 - "), plays
+        assert "Fleet summary - one line per node" not in plays
+    else:
+        assert plays[-1] == "Fleet summary - one line per node", plays
+        summary = next(t for t in out["plays"][-1]["tasks"] if t["task"]["name"] == "Summarise the run, one line per node")
+        assert "node-good" in summary["hosts"]
