@@ -70,7 +70,8 @@ options:
     description:
       - In check mode, the packages' repository is not in place yet (the same run would add it
         first), so apt cannot resolve them - the installation is reported as a change, with the
-        reason in RV(msg), without asking apt. Ignored outside check mode.
+        reason in RV(msg), without asking apt about O(names) (the missing O(prerequisites), from
+        the distribution, are still simulated). Ignored outside check mode.
     type: bool
     default: false
   hold:
@@ -207,18 +208,33 @@ def _record_partial(module, path: str, previous: dict | None, params: dict, befo
         files.write_atomic(module, path, json.dumps(record, indent=2, sort_keys=True) + "\n", mode=0o644)
 
 
-def _exit_pending(module, result, before, prerequisites):
+def _exit_pending(module, result, before, state):
     """Check mode before the repository is in place: apt cannot resolve its packages, so only the
     missing prerequisites (the distribution's) are simulated; the installation is a change."""
-    missing = [name for name in prerequisites if _base_name(name) not in before]
-    options = ["--no-install-recommends"]
-    planned = apt_ops.simulate_install(module, missing, options, module.params["environment"]) if missing else []
-    result.update(changed=True, msg="the repository would be added first; apt cannot resolve its packages "
-                                    "before it is, so only the prerequisites are simulated",
+    params = module.params
+    missing = [name for name in params["prerequisites"] if _base_name(name) not in before]
+    planned = apt_ops.simulate_install(module, missing, ["--no-install-recommends"], params["environment"]) \
+        if missing else []
+    result.update(changed=True, retired=state["retired"],
+                  msg="the repository would be added first; apt cannot resolve its packages before it is, so "
+                      "the installation is not simulated" + (" (only the missing prerequisites are)" if missing else ""),
                   changed_packages=[{"name": name, "before": before.get(name), "after": version}
                                     for name, version in sorted(planned)],
                   added=sorted(name for name, _version in planned if name not in before))
+    result["record"] = apt.install_record(state["previous"], params["owner"],
+                                          [_base_name(n) for n in params["names"] + params["prerequisites"]],
+                                          result["added"], retired=state["retired"])
+    _add_diff(module, result)
     module.exit_json(**result)
+
+
+def _add_diff(module, result):
+    """Diff mode: the packages that change, with their versions."""
+    if module._diff and result["changed_packages"]:
+        result["diff"] = {
+            "before_header": "packages", "after_header": "packages",
+            "before": "".join("%s %s\n" % (p["name"], p["before"] or "(not installed)") for p in result["changed_packages"]),
+            "after": "".join("%s %s\n" % (p["name"], p["after"]) for p in result["changed_packages"])}
 
 
 def main():
@@ -261,7 +277,7 @@ def main():
                                               before) \
             if params["retire_branch_packages"] else []
         if pending:
-            _exit_pending(module, result, before, params["prerequisites"])
+            _exit_pending(module, result, before, dict(path=path, previous=previous, retired=retired))
         wanted = [name for name in params["names"] if params["latest"] or _base_name(name) not in before]
         if retired:
             wanted = list(params["names"]) + ["%s-" % name for name in retired]
@@ -308,11 +324,7 @@ def main():
     except apt_ops.AptError as exc:
         module.fail_json(msg=str(exc), problems=exc.problems, changed=result["changed"] or exc.changed)
     result["changed"] = result["changed"] or bool(result["changed_packages"]) or bool(result["held"]) or bool(retired)
-    if module._diff and result["changed_packages"]:
-        result["diff"] = {
-            "before_header": "packages", "after_header": "packages",
-            "before": "".join("%s %s\n" % (p["name"], p["before"] or "(not installed)") for p in result["changed_packages"]),
-            "after": "".join("%s %s\n" % (p["name"], p["after"]) for p in result["changed_packages"])}
+    _add_diff(module, result)
     module.exit_json(**result)
 
 

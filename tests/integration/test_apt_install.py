@@ -120,16 +120,24 @@ def test_prerequisites_are_installed_with_the_packages_and_recorded(tmp_path, ab
     packages; an installed one is left at its version even with latest."""
     args = {"names": ["dpkg"], "prerequisites": [absent_package, "apt"], "owner": "test", "record_dir": str(tmp_path),
             "cache_valid_time": NO_REFRESH, "latest": True}
-    planned = run(args, check_mode=True)
+    planned = run(args, check_mode=True, diff=True)
     assert planned["changed"] is True and absent_package in planned["added"]
-    assert "apt" not in [p["name"] for p in planned["changed_packages"]]
+    assert "%s (not installed)" % absent_package in planned["diff"]["before"]
     assert not installed(absent_package) and not list(tmp_path.iterdir())
+    # latest and allow_downgrade apply to names only: an installed prerequisite is never asked of
+    # apt again (a version no repository has would fail the simulation if it were)
+    bogus = dict(args, prerequisites=["apt=0.0.1-gpuops-none"], allow_downgrade=True)
+    kept = run(bogus, check_mode=True)
+    assert "failed" not in kept and "apt" not in [p["name"] for p in kept["changed_packages"]], kept
+    asked = run(dict(bogus, names=["dpkg", "apt=0.0.1-gpuops-none"], prerequisites=[]), check_mode=True)
+    assert asked["failed"] is True and "0.0.1-gpuops-none" in asked["msg"]
     # before the repository is in place only the prerequisites are simulated: the run knows
     # which Python libraries it would add
     pending = run(dict(args, names=["gpuops-not-in-any-repository"], repository_pending=True), check_mode=True)
     assert pending["changed"] is True and "failed" not in pending, pending
     assert pending["added"] and absent_package in pending["added"]
-    assert "only the prerequisites are simulated" in pending["msg"]
+    assert pending["msg"].endswith("(only the missing prerequisites are)")
+    assert pending["record"]["requires"] == sorted(["apt", absent_package, "gpuops-not-in-any-repository"])
     # recorded with the packages (an installed prerequisite only recorded)
     # (not latest: no upgrade of this machine's dpkg)
     recorded = run(dict(args, prerequisites=["apt"], latest=False))

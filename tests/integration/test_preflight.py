@@ -299,16 +299,18 @@ def test_a_failed_preflight_in_the_driver_role_lists_only_the_problems_and_their
     assert "would change the driver branch" in failure["msg"][1]
 
 
-@pytest.mark.parametrize("fatal", [False, True])
-def test_gpuops_preflight_fatal_stops_every_node_when_one_fails(lab, tmp_path, fatal):
+@pytest.mark.parametrize("fatal, where", [(False, None), (True, "extra_vars"), (True, "inventory")])
+def test_gpuops_preflight_fatal_stops_every_node_when_one_fails(lab, tmp_path, fatal, where):
     """site.yml's pre-flight stage: by default a node that fails pre-flight is left out and the
-    others go on; with gpuops_preflight_fatal the first failure stops every node, so no stage runs."""
+    others go on; with gpuops_preflight_fatal (given with -e or in the inventory) the first
+    failure stops every node, so no stage runs, and the run says which node failed."""
     inventory = tmp_path / "hosts.ini"
     inventory.write_text("[gpu_nodes]\n"
                          "node-good ansible_connection=local driver_branch=570\n"
-                         "node-bad ansible_connection=local driver_branch=470\n")
-    argv = [os.path.join(BIN, "ansible-playbook"), os.path.join(REPO, "playbooks", "site.yml"),
-            "--tags", "preflight", "-e", json.dumps({"gpuops_preflight_fatal": fatal})]
+                         "node-bad ansible_connection=local driver_branch=470\n"
+                         + ("[gpu_nodes:vars]\ngpuops_preflight_fatal=true\n" if where == "inventory" else ""))
+    argv = [os.path.join(BIN, "ansible-playbook"), os.path.join(REPO, "playbooks", "site.yml"), "--tags", "preflight"]
+    argv += ["-e", json.dumps({"gpuops_preflight_fatal": True})] if where == "extra_vars" else []
     proc = lab.run("hgx-h100", argv, check=False, env={"ANSIBLE_INVENTORY": str(inventory)})
     assert proc.returncode != 0
     out = json.loads(proc.stdout)
@@ -319,6 +321,10 @@ def test_gpuops_preflight_fatal_stops_every_node_when_one_fails(lab, tmp_path, f
         # the run ends with pre-flight: no later play starts, for either node
         assert plays[-1].startswith("Stage 1 - "), plays
         assert "Fleet summary - one line per node" not in plays
+        stop = next(t for t in out["plays"][-1]["tasks"]
+                    if t["task"]["name"] == "Stop every node when one failed pre-flight and gpuops_preflight_fatal says so")
+        assert stop["hosts"]["node-good"]["msg"] == ("pre-flight failed on node-bad and gpuops_preflight_fatal is true: "
+                                                     "no node is changed")
     else:
         assert plays[-1] == "Fleet summary - one line per node", plays
         summary = next(t for t in out["plays"][-1]["tasks"] if t["task"]["name"] == "Summarise the run, one line per node")
