@@ -160,6 +160,8 @@ class Cluster:
             st = ""
         if st == "":
             log(f"{CP}: creating ({CP_IP}; API on 127.0.0.1:{API_PORT}, Prometheus on 127.0.0.1:{PROMETHEUS_PORT})")
+            # a /var left by a container removed by hand would claim packages the new /usr lacks
+            podman("volume", "rm", "-f", f"{CP}-var", check=False)
             if podman("network", "exists", NETWORK, check=False).returncode != 0:
                 podman("network", "create", "--subnet", "10.89.0.0/24", "--label", "org.gpuops.lab.node=network",
                        NETWORK)
