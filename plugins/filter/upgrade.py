@@ -7,7 +7,8 @@
 - ``upgrade_nodes(node_objects, driver_label)``: the plan's node dicts from Node objects.
 - ``upgrade_steps(policy)``: what each node goes through, as [state, text].
 - ``upgrade_tainted(node_objects, key)``: the nodes carrying a taint with this key.
-- ``upgrade_order(plan)``: [[group, node]] in the order the playbook upgrades them."""
+- ``upgrade_order(plan)``: [[group, node]] in the order the playbook upgrades them.
+- ``upgrade_batches(plan)``: {group: [batch sizes]}, the plays' serial: the planned waves."""
 
 from __future__ import annotations
 
@@ -40,4 +41,5 @@ class FilterModule:
             "upgrade_steps": _steps,
             "upgrade_tainted": upgrade_plan.tainted,
             "upgrade_order": upgrade_plan.order,
+            "upgrade_batches": upgrade_plan.batches,
         }

@@ -265,12 +265,14 @@ class NodeUpgrade:
 
     def _slot(self):
         def busy():
+            wave = self.opt.get("wave") or []
             found = upgrade_plan.slot(self.kube.nodes(self.opt.get("gpu_node_selector") or ""), self.name,
-                                      self.opt.get("max_unavailable") or "25%")
+                                      self.opt.get("max_unavailable") or "25%", wave)
             if found["free"]:
                 return ""
-            return "%d GPU node(s) out of service already (max_unavailable %d): %s" % (
-                len(found["unavailable"]), found["limit"], ", ".join(found["unavailable"]))
+            return "%d GPU node(s) out of service already%s (max_unavailable %d): %s" % (
+                len(found["unavailable"]), " besides this wave of %d" % len(set(wave) | {self.name}) if wave else "",
+                found["limit"], ", ".join(found["unavailable"]) or "none")
         try:
             self._wait("no free slot", self.opt.get("slot_timeout", 3600), self.opt.get("poll_interval", 10), busy,
                        "bring those nodes back, or raise driver_upgrade_max_unavailable or driver_upgrade_slot_timeout")

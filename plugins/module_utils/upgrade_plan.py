@@ -229,13 +229,20 @@ def node_available(node: dict) -> bool:
     return ready and not spec.get("unschedulable")
 
 
-def slot(nodes: list, me: str, max_unavailable) -> dict:
+def slot(nodes: list, me: str, max_unavailable, wave=()) -> dict:
     """Whether node ``me`` may go out of service now: the GPU nodes unavailable other than itself
     (NotReady or cordoned, an upgrade in progress included) must be fewer than max_unavailable.
-    Returns {free, limit, unavailable (names)}."""
+    With ``wave`` (the node names going out of service together, ``me`` among them) the whole wave
+    must fit: the unavailable nodes outside it and every node of it at most max_unavailable, so
+    nodes that look at the same moment never take more slots between them than there are, and a
+    wave either goes or waits as one. Returns {free, limit, unavailable (names)}."""
     limit = scaled(max_unavailable, len(nodes))
+    wave = set(wave or ()) | {me} if wave else set()
+    names = {(n.get("metadata") or {}).get("name") for n in nodes}
     others = sorted((n.get("metadata") or {}).get("name") for n in nodes
-                    if (n.get("metadata") or {}).get("name") != me and not node_available(n))
+                    if (n.get("metadata") or {}).get("name") not in (wave or {me}) and not node_available(n))
+    if wave:
+        return {"free": len(others) + len(wave & names) <= limit, "limit": limit, "unavailable": others}
     return {"free": len(others) < limit, "limit": limit, "unavailable": others}
 
 
@@ -277,3 +284,15 @@ def order(plan_result: dict, phase: str = "all") -> list:
         return [["gpuops_upgrade_rest", name] for name in plan_result["resume"] + canary + rest]
     return ([["gpuops_upgrade_first", name] for name in plan_result["resume"] + canary]
             + [["gpuops_upgrade_rest", name] for name in rest])
+
+
+def batches(plan_result: dict, phase: str = "all") -> dict:
+    """The playbook's batches (its plays' serial) for each group of order(): the planned waves'
+    sizes, so a batch never takes out of service more nodes than the plan found slots for (the
+    nodes left midway are a batch of their own, first)."""
+    resume = [len(plan_result["resume"])] if plan_result["resume"] else []
+    canary = [len(wave) for wave in plan_result["canary"]]
+    rest = [len(wave) for wave in plan_result["waves"]]
+    if phase == "rest":
+        return {"gpuops_upgrade_first": [], "gpuops_upgrade_rest": resume + canary + rest}
+    return {"gpuops_upgrade_first": resume + canary, "gpuops_upgrade_rest": rest}

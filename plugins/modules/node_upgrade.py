@@ -62,6 +62,16 @@ options:
     description: Seconds to wait for a free slot.
     type: int
     default: 3600
+  wave:
+    description:
+      - The Kubernetes node names that go out of service together with this one (the playbook's
+        batch, this node among them). O(state=drained) then waits until the whole wave fits in
+        O(max_unavailable) with the nodes unavailable outside it, so nodes of a wave that look at
+        the same moment never take more slots between them than there are. When empty, this node alone
+        waits for a free slot.
+    type: list
+    elements: str
+    default: []
   taint:
     description: A taint to add before the cordon (the canary's, so that only test workloads land on it).
     type: dict
@@ -245,6 +255,7 @@ def main():
             max_unavailable=dict(type="str", default="25%"),
             gpu_node_selector=dict(type="str", default="nvidia.com/gpu.present=true"),
             slot_timeout=dict(type="int", default=3600),
+            wave=dict(type="list", elements="str", default=[]),
             taint=dict(type="dict", options=dict(
                 key=dict(type="str", required=True, no_log=False),
                 value=dict(type="str"),

@@ -271,6 +271,10 @@ class Cluster:
             "/usr/local/bin/kwok", f"--kubeconfig={K8S_DIR}/kwok.conf",
             "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
             "--cidr=10.244.200.0/22", "--node-ip=10.89.0.200",
+            # the heartbeat stage writes a node's status every ten minutes or so and leaves its
+            # liveness to a node Lease (as a kubelet does): without one, the node controller takes
+            # a busy cluster's synthetic nodes for NotReady and their pods for not Ready
+            "--node-lease-duration-seconds=40",
             *[f"--config=/etc/kwok/stages/{n}.yaml" for n in manifests.kwok_stages()],
         ])
         return {

@@ -9,14 +9,12 @@ the lab's own drivers are put back (the site's driver stage)."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import threading
 import time
 
 import pytest
 
-from conftest import KUBECTL
+import synthetic_fleet as fleet
 from test_roles import extra, playbook
 
 H100, L40S = "gpuops-lab-h100", "gpuops-lab-l40s"
@@ -51,52 +49,6 @@ def shape(kube, name):
     labels = {k: v for k, v in item["metadata"].get("labels", {}).items() if k != "nvidia.com/gfd.timestamp"}
     annotations = {k: v for k, v in item["metadata"].get("annotations", {}).items() if k.startswith("gpuops.nvidia/")}
     return labels, annotations, item["spec"].get("taints"), item["spec"].get("unschedulable")
-
-
-class StateWatch:
-    """Every upgrade state and schedulability each node had while a playbook runs, from a watch
-    on the nodes: every write to a Node is an event, so states a run moves through within
-    milliseconds are seen too."""
-
-    TEMPLATE = ('{.metadata.name}|{.metadata.labels.nvidia\\.com/gpu-driver-upgrade-state}'
-                '|{.spec.unschedulable}{"\\n"}')
-
-    def __init__(self, kube, names):
-        self.kube, self.names = kube, names
-        self.states = {n: [] for n in names}
-        self.cordoned_at_once = 0
-        self._cordoned = {}
-        self._stop = threading.Event()
-        self._proc = None
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def _run(self):
-        env = dict(os.environ, KUBECONFIG=self.kube.kubeconfig)
-        while not self._stop.is_set():  # (the API server ends a watch after a while)
-            self._proc = subprocess.Popen([KUBECTL, "get", "nodes", "--watch", "-o", "jsonpath=" + self.TEMPLATE],
-                                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
-            for line in self._proc.stdout:
-                name, state, unschedulable = (line.strip().split("|") + ["", ""])[:3]
-                if name not in self.states:
-                    continue
-                state = state or None
-                if not self.states[name] or self.states[name][-1] != state:
-                    self.states[name].append(state)
-                self._cordoned[name] = unschedulable == "true"
-                self.cordoned_at_once = max(self.cordoned_at_once, sum(self._cordoned.values()))
-            self._proc.wait()
-
-    def __enter__(self):
-        self._thread.start()
-        time.sleep(2)  # the watch lists the nodes first
-        return self
-
-    def __exit__(self, *exc):
-        time.sleep(1)
-        self._stop.set()
-        if self._proc is not None:
-            self._proc.terminate()
-        self._thread.join(10)
 
 
 @pytest.fixture(scope="module")
@@ -198,7 +150,7 @@ def test_the_upgrade_moves_both_nodes_through_the_operators_states(upgrade_lab):
     kube.run("label", "node", H100, f"{STATE}=drain-required", "--overwrite")
     helper = threading.Thread(target=allow_eviction_later, daemon=True)
     helper.start()
-    with StateWatch(kube, [H100, L40S]) as watch:
+    with fleet.NodeWatch(kube.kubeconfig) as watch:
         # no canary this time (the failed run had one: its taint goes too)
         res = upgrade("-v", check=False, driver_upgrade_max_unavailable=1, upgrade_canary=0)
     helper.join(5)
@@ -209,7 +161,7 @@ def test_the_upgrade_moves_both_nodes_through_the_operators_states(upgrade_lab):
              "validation-required", "uncordon-required", "upgrade-done"]
     assert watch.states[H100][0] == "drain-required" and watch.states[H100][-5:] == steps[2:], watch.states
     assert watch.states[L40S] == [None] + steps, watch.states
-    assert watch.cordoned_at_once == 1  # max_unavailable 1
+    assert watch.peak == 1  # max_unavailable 1: never more GPU nodes cordoned at once
     # the budget refused at first, the eviction was asked again until it allowed it (the module's
     # result, which -v shows)
     drained = [task for task in out.split("TASK [") if task.startswith("gpuops.nvidia.driver_upgrade : Take the node out")

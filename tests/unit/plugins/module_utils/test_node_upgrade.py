@@ -255,6 +255,18 @@ def test_no_free_slot_stops_before_the_node_changes_and_names_the_nodes():
     assert kube.patches == []
 
 
+def test_a_wave_that_does_not_fit_waits_as_a_whole_and_says_so():
+    # 8 GPU nodes, max_unavailable 25% = 2, one cordoned by an admin: alone the node has a slot,
+    # with its wave of two it has none (the admin's node and the wave would be 3)
+    others = [node("gpu-%02d" % i) for i in range(2, 8)] + [node("gpu-08", unschedulable=True)]
+    kube = FakeKube([node()] + others[1:])
+    with pytest.raises(nu.UpgradeError, match=r"no free slot after 30s: 1 GPU node\(s\) out of service already "
+                                              r"besides this wave of 2 \(max_unavailable 2\): gpu-08"):
+        run(kube, "drained", slot_timeout=30, wave=[NODE, "gpu-03"])
+    assert kube.patches == []
+    assert run(kube, "drained", wave=[NODE])["state"] == "pod-restart-required"
+
+
 def test_a_node_an_admin_cordoned_stays_cordoned_after_its_upgrade():
     kube = FakeKube([node(unschedulable=True)])
     first = run(kube, "drained")

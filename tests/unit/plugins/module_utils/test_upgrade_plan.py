@@ -184,6 +184,35 @@ def test_a_node_waits_for_its_slot():
     assert up.slot(nodes, "a", "50%")["free"] is True
 
 
+def test_a_wave_goes_out_of_service_only_when_all_of_it_fits():
+    # 8 GPU nodes, max_unavailable 4, one cordoned by an admin: 3 slots
+    nodes = [node_obj("x", unschedulable=True)] + [node_obj("n%d" % i) for i in range(7)]
+    three, four = ["n0", "n1", "n2"], ["n0", "n1", "n2", "n3"]
+    assert all(up.slot(nodes, me, 4, three)["free"] for me in three)
+    # nodes that look at the same moment: alone each would see a free slot, as a wave none goes
+    assert all(up.slot(nodes, me, 4)["free"] for me in four)
+    assert not any(up.slot(nodes, me, 4, four)["free"] for me in four)
+    assert up.slot(nodes, "n0", 4, four) == {"free": False, "limit": 4, "unavailable": ["x"]}
+    # a node of the wave already out of service (cordoned first, or by an admin) is not counted twice
+    nodes[1] = node_obj("n0", unschedulable=True)
+    assert all(up.slot(nodes, me, 4, three)["free"] for me in three)
+    # the admin's node back: the wave of four fits
+    nodes[0] = node_obj("x")
+    assert all(up.slot(nodes, me, 4, four)["free"] for me in four)
+
+
+def test_the_plays_batches_are_the_planned_waves():
+    nodes = fleet(10)
+    nodes[4] = node("gpu-04", state="drain-required", unschedulable=True)
+    result = up.plan(nodes, NEW, max_unavailable=4, max_parallel=3, canary=1)
+    assert result["resume"] == ["gpu-04"] and result["slots"] == 3
+    assert up.batches(result) == {"gpuops_upgrade_first": [1, 1], "gpuops_upgrade_rest": [3, 3, 2]}
+    order = up.order(result)
+    assert [group for group, _node in order].count("gpuops_upgrade_rest") == 8
+    assert up.batches(up.plan(nodes, NEW, max_unavailable=4, max_parallel=3, canary=0), "rest") == {
+        "gpuops_upgrade_first": [], "gpuops_upgrade_rest": [1, 3, 3, 3]}
+
+
 def test_plan_nodes_from_node_objects_and_the_canary_taint():
     nodes = [node_obj("a"), node_obj("b", ready=False, taints=[{"key": "gpuops.nvidia/driver-upgrade-canary"}])]
     assert up.from_node_objects(nodes) == [

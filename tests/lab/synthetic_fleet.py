@@ -1,0 +1,141 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""A fleet of synthetic GPU nodes (kwok) on the lab cluster, upgraded by playbooks/upgrade.yml:
+the nodes, an inventory whose host step is the lab's stand-in (tests/lab/upgrade-host-standin.yml:
+it takes a given time, then the node reports the new driver as GPU Feature Discovery labels it),
+and a watch of every GPU node's upgrade state, schedulability and taints while the playbook runs
+(a kubectl watch: every write to a Node is an event, so no short state is missed).
+
+Used by the lab cluster's fleet upgrade test and by tests/benchmarks/upgrade_bench.py."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import tempfile
+import threading
+import time
+
+LAB = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(LAB))
+KUBECTL = os.path.join(REPO, ".venv", "bin", "kubectl")
+KUBECONFIG = os.path.join(REPO, ".build", "kube", "kubeconfig")
+STATE = "nvidia.com/gpu-driver-upgrade-state"
+DRIVER_LABEL = "nvidia.com/cuda.driver-version.full"
+GPU_NODES = "nvidia.com/gpu.present=true"
+
+
+def kubectl(*args, kubeconfig=KUBECONFIG, input=None):
+    return subprocess.run([KUBECTL, "--kubeconfig", kubeconfig, *args], input=input, capture_output=True, text=True,
+                          check=True).stdout
+
+
+def create_nodes(count, profile="hgx-h100"):
+    """COUNT synthetic nodes of PROFILE (Ready, with the profile's GPUs and labels); their names."""
+    subprocess.run([os.path.join(LAB, "kube"), "synthetic", str(count), profile], check=True, capture_output=True)
+    return ["gpuops-synthetic-%s-%d" % (profile, i) for i in range(count)]
+
+
+def delete_nodes():
+    subprocess.run([KUBECTL, "--kubeconfig", KUBECONFIG, "delete", "nodes", "-l", "gpuops.lab/node=synthetic"],
+                   capture_output=True, check=False)
+
+
+def gpu_node_count():
+    return len(kubectl("get", "nodes", "-l", GPU_NODES, "-o", "name").split())
+
+
+class NodeWatch:
+    """What every GPU node went through while a playbook ran: its upgrade states in order, when
+    it was out of service (cordoned), the taints it had, and the most GPU nodes cordoned at once."""
+
+    TEMPLATE = ('{.metadata.name}|{.metadata.labels.nvidia\\.com/gpu-driver-upgrade-state}|{.spec.unschedulable}'
+                '|{.spec.taints[*].key}{"\\n"}')
+
+    def __init__(self, kubeconfig=KUBECONFIG):
+        self.kubeconfig = kubeconfig
+        self.states = {}          # node -> [state, ...] (None: no state label)
+        self.first_change = {}    # node -> time of its first state after the one it had
+        self.reached = {}         # (node, state) -> first time
+        self.taints = {}          # node -> every taint key it had
+        self.out_total = {}       # node -> seconds cordoned
+        self.peak = 0             # most GPU nodes cordoned at the same moment
+        self._out_since = {}
+        self._started = None
+        self._stop = threading.Event()
+        self._proc = None
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self):
+        env = dict(os.environ, KUBECONFIG=self.kubeconfig)
+        while not self._stop.is_set():  # (the API server ends a watch after a while)
+            self._proc = subprocess.Popen([KUBECTL, "get", "nodes", "-l", GPU_NODES, "--watch",
+                                           "-o", "jsonpath=" + self.TEMPLATE],
+                                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
+            for line in self._proc.stdout:
+                self._event(time.time(), *(line.rstrip("\n").split("|") + ["", "", ""])[:4])
+            self._proc.wait()
+
+    def _event(self, now, name, state, unschedulable, taints):
+        state = state or None
+        seen = self.states.setdefault(name, [])
+        if not seen or seen[-1] != state:
+            if seen:
+                self.first_change.setdefault(name, now)
+            seen.append(state)
+            self.reached.setdefault((name, state), now)
+        self.taints.setdefault(name, set()).update(taints.split())
+        if unschedulable == "true":
+            self._out_since.setdefault(name, now)
+        elif name in self._out_since:
+            self.out_total[name] = self.out_total.get(name, 0) + now - self._out_since.pop(name)
+        self.peak = max(self.peak, len(self._out_since))
+
+    def __enter__(self):
+        self._thread.start()
+        time.sleep(2)  # the watch lists the nodes first
+        self._started = time.time()
+        return self
+
+    def elapsed(self):
+        return time.time() - self._started
+
+    def __exit__(self, *exc):
+        time.sleep(1)
+        self._stop.set()
+        if self._proc is not None:
+            self._proc.terminate()
+        self._thread.join(10)
+        now = time.time()  # (a node still cordoned counts until now)
+        for name, since in self._out_since.items():
+            self.out_total[name] = self.out_total.get(name, 0) + now - since
+
+
+def upgrade(names, target, max_unavailable="25%", parallel=16, step=5, extra=None, forks=None):
+    """Run playbooks/upgrade.yml over the synthetic NAMES to driver TARGET (pre-flight left out:
+    a synthetic node has no host to check); the completed process."""
+    python = os.path.join(REPO, ".venv", "bin", "python")
+    inventory = {"all": {"children": {"gpu_nodes": {"hosts": {
+        name: {"ansible_connection": "local", "ansible_python_interpreter": python,
+               "driver_upgrade_node_name": name} for name in names}}},
+        "vars": {"gpuops_kubeconfig": KUBECONFIG, "driver_branch": target.split(".")[0], "driver_version": target,
+                 "driver_upgrade_host_tasks": os.path.join(LAB, "upgrade-host-standin.yml"),
+                 "driver_upgrade_validate": False, "driver_upgrade_refresh_cdi": False,
+                 "driver_upgrade_max_unavailable": max_unavailable,
+                 "bench_upgrade_seconds": step, "driver_upgrade_drain_delay": 2}}}
+    with tempfile.TemporaryDirectory(prefix="gpuops-synthetic-fleet-") as tmp:
+        path = os.path.join(tmp, "hosts.json")
+        with open(path, "w", encoding="utf-8") as handle:
+            json.dump(inventory, handle)
+        env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(REPO, "ansible.cfg"), ANSIBLE_FORCE_COLOR="0",
+                   TMPDIR=tmp)
+        return subprocess.run([os.path.join(REPO, ".venv", "bin", "ansible-playbook"), "-i", path,
+                               "-f", str(forks or parallel + 4), os.path.join(REPO, "playbooks", "upgrade.yml"),
+                               "--skip-tags", "preflight", "-e", json.dumps(dict({"upgrade_max_parallel": parallel},
+                                                                                 **(extra or {})))],
+                              cwd=REPO, env=env, capture_output=True, text=True, check=False, timeout=3600)
+
+
+def waves(stdout):
+    """The waves a run went through (the canary's included), from its plays."""
+    return stdout.count("\nPLAY [Upgrade 3 - ") + stdout.count("\nPLAY [Upgrade 5 - ")
