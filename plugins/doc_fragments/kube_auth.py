@@ -8,7 +8,7 @@ __metaclass__ = type
 
 
 class ModuleDocFragment:
-    """The API connection options of the collection's Kubernetes modules (module_utils/kube_api)."""
+    """The API connection options of the collection's Kubernetes modules (module_utils/k8s/api.py)."""
 
     DOCUMENTATION = r"""
 options:

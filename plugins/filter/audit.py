@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, gpuops.nvidia contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filters of the drift audit (module_utils/drift.py):
+"""Filters of the drift audit (module_utils/report/drift.py):
 
 - ``audit_cluster(node_name, nodes, pods, daemonsets, labels)``: [items, facts] of a node as the
   cluster sees it (the collection's labels, operand images against their DaemonSets).
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 __metaclass__ = type
 
-from ansible_collections.gpuops.nvidia.plugins.module_utils import drift
+from ansible_collections.gpuops.nvidia.plugins.module_utils.report import drift
 
 
 def audit_cluster(node_name, nodes, pods, daemonsets, labels=None):

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, gpuops.nvidia contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filters over findings (module_utils/findings.py), so roles and templates print them the one
+"""Filters over findings (module_utils/report/findings.py), so roles and templates print them the one
 way the modules build them."""
 
 from __future__ import annotations
@@ -42,7 +42,8 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpuops.nvidia.plugins.module_utils import findings, report
+from ansible_collections.gpuops.nvidia.plugins.module_utils.report import findings
+from ansible_collections.gpuops.nvidia.plugins.module_utils.report import lines as report
 
 
 def finding_lines(items):
@@ -56,7 +57,7 @@ def finding_lines(items):
 
 def finding_report(items):
     """The findings for a job log: '[severity] subject: message' then 'fix: ...', errors first,
-    wrapped within 100 columns (module_utils/report.finding_lines)."""
+    wrapped within 100 columns (module_utils/report/lines.finding_lines)."""
     finding_lines(items)  # the same checks
     return report.finding_lines(items)
 

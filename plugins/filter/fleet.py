@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, gpuops.nvidia contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filters of the fleet summary that ends the playbooks (module_utils/fleet.py):
+"""Filters of the fleet summary that ends the playbooks (module_utils/report/fleet.py):
 
 - ``fleet_records(hosts, hostvars, hosts_ok)``: one summary record per node of ``hosts`` (the play's
   hosts, ``ansible_play_hosts_all``) from the facts the stages left; a node not in ``hosts_ok``
@@ -15,7 +15,7 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpuops.nvidia.plugins.module_utils import fleet
+from ansible_collections.gpuops.nvidia.plugins.module_utils.report import fleet
 
 # the host facts a record reads
 FACTS = ("gpuops_nvidia", "gpuops_gpu_report", "driver_result", "container_toolkit_result") + fleet.CHANGES

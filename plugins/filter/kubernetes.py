@@ -25,11 +25,11 @@ the logic is tested there and the roles stay a readable sequence.
 - ``validate_host``, ``validate_labels``, ``validate_allocatable``, ``validate_smi``, ``validate_sample``,
   ``validate_metrics``, ``validate_prometheus_target``, ``validate_prometheus_query``,
   ``validate_pod_of``, ``validate_operands``, ``validate_verdict``: the go-live checks of role
-  validate (module_utils/node_checks.py), each returning the problems it found.
+  validate (module_utils/k8s/node_checks.py), each returning the problems it found.
 - ``mig_cluster_wanted(node, default)``, ``mig_cluster_pause(node)``, ``mig_cluster_restore(node)``,
   ``mig_cluster_state(node, state)``, ``mig_cluster_leftovers(node)``, ``mig_operand_pods(pods, node,
   keys)``, ``mig_strategy_errors(plan, strategy)``: a node's MIG change in the cluster, as NVIDIA's
-  MIG manager does it in node labels (module_utils/mig_cluster.py).
+  MIG manager does it in node labels (module_utils/mig/cluster.py).
 - ``dcgm_metrics(extra)``, ``dcgm_metrics_errors(rows)``, ``dcgm_metrics_csv(rows)``,
   ``dcgm_metric_names(rows)``: the DCGM exporter's counters file.
 """
@@ -38,12 +38,12 @@ from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpuops.nvidia.plugins.module_utils import dcgm_fields
-from ansible_collections.gpuops.nvidia.plugins.module_utils import device_plugin_config
-from ansible_collections.gpuops.nvidia.plugins.module_utils import k8s_objects
-from ansible_collections.gpuops.nvidia.plugins.module_utils import mig_cluster
-from ansible_collections.gpuops.nvidia.plugins.module_utils import node_checks
-from ansible_collections.gpuops.nvidia.plugins.module_utils import node_labels
+from ansible_collections.gpuops.nvidia.plugins.module_utils.k8s import dcgm_fields
+from ansible_collections.gpuops.nvidia.plugins.module_utils.k8s import device_plugin_config
+from ansible_collections.gpuops.nvidia.plugins.module_utils.k8s import objects as k8s_objects
+from ansible_collections.gpuops.nvidia.plugins.module_utils.mig import cluster as mig_cluster
+from ansible_collections.gpuops.nvidia.plugins.module_utils.k8s import node_checks
+from ansible_collections.gpuops.nvidia.plugins.module_utils.k8s import node_labels
 
 __metaclass__ = type
 

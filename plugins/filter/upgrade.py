@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, gpuops.nvidia contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filters of the rolling driver upgrade (module_utils/upgrade_plan.py):
+"""Filters of the rolling driver upgrade (module_utils/k8s/upgrade_plan.py):
 
 - ``upgrade_plan(nodes, target, max_unavailable, max_parallel, canary, retry_failed, members)``: the waves.
 - ``upgrade_nodes(node_objects, driver_label)``: the plan's node dicts from Node objects.
@@ -16,7 +16,7 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpuops.nvidia.plugins.module_utils import upgrade_plan
+from ansible_collections.gpuops.nvidia.plugins.module_utils.k8s import upgrade_plan
 
 
 def _plan(nodes, target, max_unavailable="25%", max_parallel=1, canary=1, retry_failed=False, members=None,

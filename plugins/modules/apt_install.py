@@ -180,7 +180,9 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpuops.nvidia.plugins.module_utils import apt, apt_ops, files
+from ansible_collections.gpuops.nvidia.plugins.module_utils.apt import parse as apt
+from ansible_collections.gpuops.nvidia.plugins.module_utils.apt import ops as apt_ops
+from ansible_collections.gpuops.nvidia.plugins.module_utils.host import files
 
 
 def _base_name(name: str) -> str:

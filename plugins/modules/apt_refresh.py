@@ -113,7 +113,7 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpuops.nvidia.plugins.module_utils import apt_ops
+from ansible_collections.gpuops.nvidia.plugins.module_utils.apt import ops as apt_ops
 
 
 def main():

@@ -77,7 +77,8 @@ kept:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpuops.nvidia.plugins.module_utils import apt, commands
+from ansible_collections.gpuops.nvidia.plugins.module_utils.apt import parse as apt
+from ansible_collections.gpuops.nvidia.plugins.module_utils.host import commands
 
 
 def _closure(module, names):

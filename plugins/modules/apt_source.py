@@ -131,7 +131,9 @@ import os
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_text
 
-from ansible_collections.gpuops.nvidia.plugins.module_utils import apt, apt_ops, files
+from ansible_collections.gpuops.nvidia.plugins.module_utils.apt import parse as apt
+from ansible_collections.gpuops.nvidia.plugins.module_utils.apt import ops as apt_ops
+from ansible_collections.gpuops.nvidia.plugins.module_utils.host import files
 
 KEYRINGS = "/etc/apt/keyrings"
 SOURCES = "/etc/apt/sources.list.d"

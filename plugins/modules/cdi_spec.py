@@ -171,7 +171,11 @@ refresh_units:
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
-from ansible_collections.gpuops.nvidia.plugins.module_utils import cdi, commands, files, findings, nvml
+from ansible_collections.gpuops.nvidia.plugins.module_utils.runtime import cdi
+from ansible_collections.gpuops.nvidia.plugins.module_utils.host import commands
+from ansible_collections.gpuops.nvidia.plugins.module_utils.host import files
+from ansible_collections.gpuops.nvidia.plugins.module_utils.report import findings
+from ansible_collections.gpuops.nvidia.plugins.module_utils.nvml import adapter as nvml
 
 REFRESH_SERVICE = "nvidia-cdi-refresh.service"
 REFRESH_PATH = "nvidia-cdi-refresh.path"

@@ -89,7 +89,8 @@ driver:
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
-from ansible_collections.gpuops.nvidia.plugins.module_utils import cdi, nvml
+from ansible_collections.gpuops.nvidia.plugins.module_utils.runtime import cdi
+from ansible_collections.gpuops.nvidia.plugins.module_utils.nvml import adapter as nvml
 
 
 def main():

@@ -67,7 +67,7 @@ pods:
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
-from ansible_collections.gpuops.nvidia.plugins.module_utils import kube_api
+from ansible_collections.gpuops.nvidia.plugins.module_utils.k8s import api as kube_api
 
 
 def main():

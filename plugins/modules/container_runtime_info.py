@@ -96,7 +96,7 @@ problems:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpuops.nvidia.plugins.module_utils import commands
+from ansible_collections.gpuops.nvidia.plugins.module_utils.host import commands
 from ansible_collections.gpuops.nvidia.plugins.module_utils.runtime import detect
 
 

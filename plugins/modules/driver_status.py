@@ -152,7 +152,11 @@ import json
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpuops.nvidia.plugins.module_utils import commands, driver_state, files, kernel, nvml
+from ansible_collections.gpuops.nvidia.plugins.module_utils.host import commands
+from ansible_collections.gpuops.nvidia.plugins.module_utils.host import driver_state
+from ansible_collections.gpuops.nvidia.plugins.module_utils.host import files
+from ansible_collections.gpuops.nvidia.plugins.module_utils.host import kernel
+from ansible_collections.gpuops.nvidia.plugins.module_utils.nvml import adapter as nvml
 
 
 def _verify(module, result: dict, wanted: int) -> None:

@@ -213,7 +213,8 @@ ansible_facts:
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
-from ansible_collections.gpuops.nvidia.plugins.module_utils import gpu_facts, nvml
+from ansible_collections.gpuops.nvidia.plugins.module_utils.report import gpu_facts
+from ansible_collections.gpuops.nvidia.plugins.module_utils.nvml import adapter as nvml
 
 
 def main():

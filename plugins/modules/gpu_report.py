@@ -184,7 +184,13 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
-from ansible_collections.gpuops.nvidia.plugins.module_utils import files, findings, gpu_facts, gpu_inventory, health, nvml, report
+from ansible_collections.gpuops.nvidia.plugins.module_utils.host import files
+from ansible_collections.gpuops.nvidia.plugins.module_utils.report import findings
+from ansible_collections.gpuops.nvidia.plugins.module_utils.report import gpu_facts
+from ansible_collections.gpuops.nvidia.plugins.module_utils.report import inventory as gpu_inventory
+from ansible_collections.gpuops.nvidia.plugins.module_utils.report import health
+from ansible_collections.gpuops.nvidia.plugins.module_utils.nvml import adapter as nvml
+from ansible_collections.gpuops.nvidia.plugins.module_utils.report import lines as report
 
 
 def _now() -> str:

@@ -197,8 +197,10 @@ import os
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 from ansible.module_utils.common.text.converters import to_native
 
-from ansible_collections.gpuops.nvidia.plugins.module_utils import mig_apply, mig_config, mig_nvml
-from ansible_collections.gpuops.nvidia.plugins.module_utils.files import write_atomic
+from ansible_collections.gpuops.nvidia.plugins.module_utils.mig import apply as mig_apply
+from ansible_collections.gpuops.nvidia.plugins.module_utils.mig import config as mig_config
+from ansible_collections.gpuops.nvidia.plugins.module_utils.nvml import mig as mig_nvml
+from ansible_collections.gpuops.nvidia.plugins.module_utils.host.files import write_atomic
 
 try:
     import yaml

@@ -77,7 +77,9 @@ unknown:
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 from ansible.module_utils.common.text.converters import to_native
 
-from ansible_collections.gpuops.nvidia.plugins.module_utils import mig_apply, mig_nvml, mig_plan
+from ansible_collections.gpuops.nvidia.plugins.module_utils.mig import apply as mig_apply
+from ansible_collections.gpuops.nvidia.plugins.module_utils.nvml import mig as mig_nvml
+from ansible_collections.gpuops.nvidia.plugins.module_utils.mig import plan as mig_plan
 
 
 def main():

@@ -133,8 +133,15 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpuops.nvidia.plugins.module_utils import (commands, driver_state, drift, files, gpu_facts,
-                                                                    gpu_inventory, health, kernel, nvml)
+from ansible_collections.gpuops.nvidia.plugins.module_utils.host import commands
+from ansible_collections.gpuops.nvidia.plugins.module_utils.host import driver_state
+from ansible_collections.gpuops.nvidia.plugins.module_utils.report import drift
+from ansible_collections.gpuops.nvidia.plugins.module_utils.host import files
+from ansible_collections.gpuops.nvidia.plugins.module_utils.report import gpu_facts
+from ansible_collections.gpuops.nvidia.plugins.module_utils.report import inventory as gpu_inventory
+from ansible_collections.gpuops.nvidia.plugins.module_utils.report import health
+from ansible_collections.gpuops.nvidia.plugins.module_utils.host import kernel
+from ansible_collections.gpuops.nvidia.plugins.module_utils.nvml import adapter as nvml
 from ansible_collections.gpuops.nvidia.plugins.module_utils.runtime import detect
 
 CONFIGS = {
@@ -199,7 +206,7 @@ def _runtime_items(module, params, root):
 
 
 def _mig_item(params, root):
-    from ansible_collections.gpuops.nvidia.plugins.module_utils import mig_apply  # pylint: disable=import-outside-toplevel
+    from ansible_collections.gpuops.nvidia.plugins.module_utils.mig import apply as mig_apply
     try:
         import yaml  # pylint: disable=import-outside-toplevel
         with open(_under(root, params["mig_config_file"]), encoding="utf-8") as handle:
@@ -276,7 +283,7 @@ def main():
                 events = []
         items += drift.hardware_items(node_verdict if info["driver"]["loaded"] else None, events)
         if params["cdi_spec_dirs"] and info["driver"]["loaded"]:
-            from ansible_collections.gpuops.nvidia.plugins.module_utils import cdi  # pylint: disable=import-outside-toplevel
+            from ansible_collections.gpuops.nvidia.plugins.module_utils.runtime import cdi
             if cdi.HAS_YAML:
                 specs, problems = cdi.read_specs(params["cdi_spec_dirs"], root)
                 items.append(drift.cdi_item(cdi.check(specs, problems, info["gpus"])))

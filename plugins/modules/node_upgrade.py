@@ -243,8 +243,8 @@ msg:
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
-from ansible_collections.gpuops.nvidia.plugins.module_utils import kube_api
-from ansible_collections.gpuops.nvidia.plugins.module_utils.node_upgrade import NodeUpgrade, UpgradeError
+from ansible_collections.gpuops.nvidia.plugins.module_utils.k8s import api as kube_api
+from ansible_collections.gpuops.nvidia.plugins.module_utils.k8s.node_upgrade import NodeUpgrade, UpgradeError
 
 
 def main():

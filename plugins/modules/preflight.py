@@ -163,8 +163,13 @@ driver:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpuops.nvidia.plugins.module_utils import commands, driver_state, kernel, nvml, pci, preflight
-from ansible_collections.gpuops.nvidia.plugins.module_utils import host as host_facts
+from ansible_collections.gpuops.nvidia.plugins.module_utils.host import commands
+from ansible_collections.gpuops.nvidia.plugins.module_utils.host import driver_state
+from ansible_collections.gpuops.nvidia.plugins.module_utils.host import kernel
+from ansible_collections.gpuops.nvidia.plugins.module_utils.nvml import adapter as nvml
+from ansible_collections.gpuops.nvidia.plugins.module_utils.host import pci
+from ansible_collections.gpuops.nvidia.plugins.module_utils.gpu import preflight
+from ansible_collections.gpuops.nvidia.plugins.module_utils.host import readiness as host_facts
 
 
 def main():

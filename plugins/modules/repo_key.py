@@ -97,7 +97,8 @@ previous_keys:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpuops.nvidia.plugins.module_utils import apt_ops, files
+from ansible_collections.gpuops.nvidia.plugins.module_utils.apt import ops as apt_ops
+from ansible_collections.gpuops.nvidia.plugins.module_utils.host import files
 
 
 def main():

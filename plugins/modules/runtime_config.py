@@ -233,7 +233,8 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
-from ansible_collections.gpuops.nvidia.plugins.module_utils import files, validation
+from ansible_collections.gpuops.nvidia.plugins.module_utils.host import files
+from ansible_collections.gpuops.nvidia.plugins.module_utils.runtime import validation
 from ansible_collections.gpuops.nvidia.plugins.module_utils.runtime import containerd, crio, docker
 from ansible_collections.gpuops.nvidia.plugins.module_utils.runtime.common import (
     ConfigError, mask_secrets, mask_text, option_error)

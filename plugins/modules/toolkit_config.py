@@ -84,7 +84,7 @@ import re
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
-from ansible_collections.gpuops.nvidia.plugins.module_utils import files
+from ansible_collections.gpuops.nvidia.plugins.module_utils.host import files
 from ansible_collections.gpuops.nvidia.plugins.module_utils.runtime import containerd, toolkit
 from ansible_collections.gpuops.nvidia.plugins.module_utils.runtime.common import ConfigError
 

@@ -2,7 +2,7 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """MIG benchmark: prints figures, asserts nothing.
 
-1. Planning time of gpuops.nvidia's MIG planner (module_utils/mig_plan) for every usual layout
+1. Planning time of gpuops.nvidia's MIG planner (module_utils/mig/plan.py) for every usual layout
    on 8 GPUs of each simulated model, from MIG on with no instances and from another layout,
    on the facts the fake NVML reports (read once through mig_nvml).
 2. NVML mutations (mode changes, GPU/compute instance creates and destroys, from the fake's call
@@ -56,7 +56,7 @@ FACTS = """
 import json, sys
 sys.path.insert(0, sys.argv[1])
 import pynvml
-from ansible_collections.gpuops.nvidia.plugins.module_utils import mig_nvml
+from ansible_collections.gpuops.nvidia.plugins.module_utils.nvml import mig as mig_nvml
 pynvml.nvmlInit()
 for i in range(pynvml.nvmlDeviceGetCount()):
     pynvml.nvmlDeviceSetMigMode(pynvml.nvmlDeviceGetHandleByIndex(i), 1)
@@ -73,7 +73,8 @@ def run(profile, argv, env, node=False):
 
 def planning(rounds, tmp):
     sys.path.insert(0, os.path.join(REPO, ".build", "collections"))
-    from ansible_collections.gpuops.nvidia.plugins.module_utils import mig_config, mig_plan  # noqa: E402
+    from ansible_collections.gpuops.nvidia.plugins.module_utils.mig import config as mig_config
+    from ansible_collections.gpuops.nvidia.plugins.module_utils.mig import plan as mig_plan
 
     print("1. planning time for every GPU of the node (8; the RTX PRO node has 4), median of %d runs, ms" % rounds)
     print("   %-16s %-14s %12s %16s" % ("model", "layout", "from empty", "from balanced"))

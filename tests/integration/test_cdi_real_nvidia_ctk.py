@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The CDI checker (plugins/module_utils/cdi.py and gpuops.nvidia.cdi_spec_check) against specs
+"""The CDI checker (plugins/module_utils/runtime/cdi.py and gpuops.nvidia.cdi_spec_check) against specs
 written by NVIDIA's real nvidia-ctk (1.18.0, built by tests/lab/go-binaries) over the lab's
 simulated nodes, not against specs shaped by the lab: a fresh spec has no findings, a spec from
 before a MIG change is stale with the right names, for full GPUs and MIG devices.
@@ -22,7 +22,7 @@ import yaml
 
 from conftest import H100_MIG_UUIDS as H100_MIG, H100_UUIDS as H100, L40S_UUIDS as L40S, go_binaries, mig_script  # pylint: disable=import-error
 
-from ansible_collections.gpuops.nvidia.plugins.module_utils import cdi  # pylint: disable=wrong-import-order
+from ansible_collections.gpuops.nvidia.plugins.module_utils.runtime import cdi
 
 FULL = {
     "hgx-h100": {str(i) for i in range(8)} | set(H100) | {"all"},

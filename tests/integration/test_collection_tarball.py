@@ -19,7 +19,7 @@ def test_tarball_holds_the_collection_and_not_the_lab(tmp_path):
     with tarfile.open(tarball) as archive:
         names = {member.name for member in archive.getmembers() if member.isfile()}
     for wanted in ("MANIFEST.json", "FILES.json", "README.md", "LICENSE", "meta/runtime.yml", "playbooks/site.yml",
-                   "plugins/modules/runtime_config.py", "plugins/module_utils/findings.py",
+                   "plugins/modules/runtime_config.py", "plugins/module_utils/report/findings.py",
                    "plugins/filter/findings.py", "roles/driver/tasks/main.yml", "roles/packages/tasks/remove.yml",
                    "inventories/example/hosts.yml", "inventories/example/group_vars/gpu_nodes.yml"):
         assert wanted in names, wanted

@@ -37,7 +37,7 @@ import pytest
 import yaml
 
 from conftest import BIN, REPO, _env  # pylint: disable=import-error
-from ansible_collections.gpuops.nvidia.plugins.module_utils import k8s_objects  # pylint: disable=wrong-import-order
+from ansible_collections.gpuops.nvidia.plugins.module_utils.k8s import objects as k8s_objects
 
 SITE = os.path.join(REPO, "playbooks", "site.yml")
 LAB_INVENTORY = os.path.join(REPO, "inventories", "lab")

@@ -17,7 +17,7 @@ import pytest
 
 from conftest import BIN, REPO, _env  # pylint: disable=import-error
 
-FIXTURE = os.path.join(REPO, "tests", "unit", "plugins", "module_utils", "fixtures", "repo-keys.asc")
+FIXTURE = os.path.join(REPO, "tests", "unit", "plugins", "module_utils", "apt", "fixtures", "repo-keys.asc")
 RSA = "59E4A58F361AB94CC818A42D425CBF74B1F1F47B"
 
 

@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """containerd configuration for the NVIDIA runtime and CDI, edited in place with tomlkit so
 comments, order and formatting of everything else survive. Pure: text in, text out (the
-validation run over the planned files is module_utils/validation.py's).
+validation run over the planned files is module_utils/runtime/validation.py's).
 
 Two modes. Drop-in (the default): the main file only gains an `imports` glob; the NVIDIA
 settings go to a file of their own. Before containerd 2.1 an imported file REPLACES whole

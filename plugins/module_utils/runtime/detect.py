@@ -14,7 +14,7 @@ import re
 
 __metaclass__ = type
 
-from ansible_collections.gpuops.nvidia.plugins.module_utils import findings as fnd
+from ansible_collections.gpuops.nvidia.plugins.module_utils.report import findings as fnd
 
 RUNTIMES = ("containerd", "crio", "docker")
 NAMES = {"containerd": "containerd", "crio": "CRI-O", "docker": "Docker"}

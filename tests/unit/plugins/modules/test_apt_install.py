@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 
-from ansible_collections.gpuops.nvidia.plugins.module_utils import apt_ops
+from ansible_collections.gpuops.nvidia.plugins.module_utils.apt import ops as apt_ops
 from ansible_collections.gpuops.nvidia.plugins.modules import apt_install
 
 

@@ -1,0 +1,226 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpuops.nvidia contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The go-live checks of a GPU node (role validate), as pure functions over what the role read:
+the node's gpu_info facts, its Node object, the test pod's logs, the exporter's metrics text.
+Each returns the list of problems (empty: the check passes), worded with the evidence."""
+
+from __future__ import annotations
+
+import re
+
+from ansible_collections.gpuops.nvidia.plugins.module_utils.k8s import objects as k8s_objects
+
+__metaclass__ = type
+
+CHECKS = ("host", "operands", "labels", "allocatable", "workload", "metrics")
+
+# `nvidia-smi -L`: a line per GPU, and below a GPU in MIG mode an indented line per MIG device
+# the process can see ("  MIG 1g.10gb     Device  0: (UUID: MIG-...)"; drivers before R470 print
+# MIG-GPU-<uuid>/<gi>/<ci> UUIDs)
+_SMI_GPU_LINE = re.compile(r"^GPU (\d+): (.+?) \(UUID: (GPU-[^)\s]+)\)")
+_SMI_MIG_LINE = re.compile(r"^MIG (\S+)\s+Device\s+(\d+): \(UUID: (MIG-[^)\s]+)\)")
+_UUID_LABEL = re.compile(r'\bUUID="([^"]+)"')
+
+
+def _live(info: dict) -> list:
+    return [g for g in info.get("gpus") or [] if not g.get("lost")]
+
+
+def host_problems(info: dict) -> list:
+    """The node's own state: PCI devices, the driver, GPU health."""
+    problems = []
+    driver = info.get("driver") or {}
+    pci_gpus = ((info.get("pci") or {}).get("gpus")) or []
+    gpus = info.get("gpus") or []
+    if not pci_gpus and not gpus:
+        problems.append("no NVIDIA GPU on the PCI bus and none listed by NVML")
+    if not driver.get("loaded"):
+        problems.append(f"the driver is not usable: {driver.get('reason') or 'unknown'} "
+                        f"({driver.get('message') or 'NVML did not open'})")
+    if pci_gpus and not gpus and driver.get("loaded"):
+        drivers = sorted({g.get("driver") or "none" for g in pci_gpus})
+        problems.append(f"{len(pci_gpus)} NVIDIA GPUs on the PCI bus but NVML lists none "
+                        f"(kernel driver bound: {', '.join(drivers)})")
+    if pci_gpus and gpus and len(pci_gpus) != len(gpus):
+        problems.append(f"{len(pci_gpus)} NVIDIA GPUs on the PCI bus but NVML lists {len(gpus)}")
+    for finding in info.get("health") or []:
+        if finding.get("severity") == "error":
+            problems.append(f"{finding.get('subject', 'node')}: {finding.get('code')}: {finding.get('message')}")
+    return problems
+
+
+def operand_problems(pods: list, operands: list) -> list:
+    """Each operand (its pods' app.kubernetes.io/name) has a pod on the node, Running and Ready."""
+    problems = []
+    for operand in operands:
+        mine = [p for p in pods or [] if ((p.get("metadata") or {}).get("labels") or {})
+                .get("app.kubernetes.io/name") == operand]
+        if not mine:
+            problems.append(f"{operand}: no pod on the node (is the node labelled "
+                            "nvidia.com/gpu.deploy.<operand>=true, and the operand deployed?)")
+            continue
+        for pod in mine:
+            status = pod.get("status") or {}
+            conds = {c.get("type"): c.get("status") for c in status.get("conditions") or []}
+            if status.get("phase") != "Running" or conds.get("Ready") != "True":
+                problems.extend(f"{operand}: {line}" for line in k8s_objects.pods_not_ready([pod]))
+    return problems
+
+
+def gfd_labels_expected(info: dict) -> dict:
+    """The GPU Feature Discovery labels the node's GPUs should produce."""
+    gpus = info.get("gpus") or []
+    live = _live(info)
+    if not live:
+        return {}
+    first = live[0]
+    expected = {
+        "nvidia.com/gpu.product": re.sub(r"\s+", "-", first.get("name", "").strip()),
+        "nvidia.com/gpu.count": str(len(gpus)),
+    }
+    memory = (first.get("memory") or {}).get("total_mib")
+    if memory:
+        expected["nvidia.com/gpu.memory"] = str(memory)
+    version = (info.get("driver") or {}).get("version")
+    if version:
+        expected["nvidia.com/cuda.driver-version.full"] = version
+    cc = first.get("compute_capability")
+    if cc and "." in str(cc):
+        major, minor = str(cc).split(".", 1)
+        expected["nvidia.com/gpu.compute.major"] = major
+        expected["nvidia.com/gpu.compute.minor"] = minor
+    return expected
+
+
+def label_problems(info: dict, labels: dict) -> list:
+    """GFD's labels on the node against gpu_info. The product may carry GFD's -SHARED or -MIG-...
+    suffix."""
+    labels = labels or {}
+    problems = []
+    # with the single MIG strategy GFD describes the MIG devices (product -MIG-<profile>, their
+    # count and memory), not the GPUs
+    mig_single = "-MIG-" in labels.get("nvidia.com/gpu.product", "")
+    for key, want in gfd_labels_expected(info).items():
+        if mig_single and key in ("nvidia.com/gpu.count", "nvidia.com/gpu.memory"):
+            continue
+        have = labels.get(key)
+        if have is None:
+            problems.append(f"{key} is missing (expected {want}): GFD's labels have not reached the node; "
+                            "is GFD running there and Node Feature Discovery's master running?")
+        elif key == "nvidia.com/gpu.product":
+            if have != want and not have.startswith(want + "-"):
+                problems.append(f"{key} is {have}, but the node's GPUs are {want}")
+        elif have != want:
+            problems.append(f"{key} is {have}, but gpu_info reports {want}")
+    return problems
+
+
+def allocatable_problems(expected: dict, allocatable: dict) -> list:
+    """The node's allocatable NVIDIA resources against what its device plugin configuration
+    makes of its GPUs: the same names, the same counts."""
+    # a resource the plugin no longer advertises stays in allocatable at 0 (kubelet behaviour)
+    have = {k: str(v) for k, v in (allocatable or {}).items() if k.startswith("nvidia.com/") and str(v) != "0"}
+    want = {k: str(v) for k, v in (expected or {}).items()}
+    problems = []
+    for key in sorted(set(have) | set(want)):
+        if key not in have:
+            problems.append(f"{key}: the node advertises none, expected {want[key]}")
+        elif key not in want:
+            problems.append(f"{key}: the node advertises {have[key]}, its configuration gives none")
+        elif have[key] != want[key]:
+            problems.append(f"{key}: the node advertises {have[key]}, expected {want[key]}")
+    return problems
+
+
+def smi_problems(log: str, info: dict) -> list:
+    """`nvidia-smi -L` inside the test pod: exactly one device, one of this node's. A pod given a
+    MIG device sees that device's GPU and, below it, the one MIG device."""
+    stripped = [text.strip() for text in (log or "").splitlines()]
+    gpu_lines = [m for m in (_SMI_GPU_LINE.match(text) for text in stripped) if m]
+    mig_lines = [m for m in (_SMI_MIG_LINE.match(text) for text in stripped) if m]
+    if not gpu_lines and not mig_lines:
+        return [f"nvidia-smi listed no GPU in the test pod (log: {(log or '').strip()[-300:] or 'empty'})"]
+    uuids = {g.get("uuid") for g in info.get("gpus") or []}
+    uuids |= {d.get("uuid") for g in info.get("gpus") or [] for d in (g.get("mig") or {}).get("devices") or []}
+    problems = []
+    if len(gpu_lines) != 1:
+        problems.append(f"the test pod asked for one GPU but nvidia-smi lists {len(gpu_lines)}")
+    if len(mig_lines) > 1:
+        problems.append(f"the test pod asked for one GPU but nvidia-smi lists {len(mig_lines)} MIG devices")
+    shown = [(m.group(3), m.group(2)) for m in gpu_lines] + [(m.group(3), "MIG " + m.group(1)) for m in mig_lines]
+    for uuid, name in shown:
+        if uuid not in uuids:
+            problems.append(f"nvidia-smi in the test pod shows {uuid} ({name}), which is not a GPU of this node")
+    return problems
+
+
+def sample_problems(log: str) -> list:
+    """The CUDA vectorAdd sample's verdict."""
+    if "Test PASSED" in (log or ""):
+        return []
+    return [f"the CUDA sample did not pass (log: {(log or '').strip()[-300:] or 'empty'})"]
+
+
+def metric_uuids(text: str) -> set:
+    """The GPU UUIDs that have series in an exporter's /metrics text."""
+    return {m.group(1) for line in (text or "").splitlines() if not line.startswith("#")
+            for m in _UUID_LABEL.finditer(line)}
+
+
+def metrics_problems(text: str, info: dict) -> list:
+    """The exporter serves a series for every GPU of the node."""
+    have = metric_uuids(text)
+    missing = [g["uuid"] for g in _live(info) if g.get("uuid") and g["uuid"] not in have]
+    if missing:
+        return [f"the exporter serves no series for {', '.join(missing)}"]
+    return []
+
+
+def prometheus_target_problems(targets: dict, address: str) -> list:
+    """Prometheus scrapes the node's exporter: the target ADDRESS is active and up."""
+    active = ((targets or {}).get("data") or {}).get("activeTargets") or []
+    mine = [t for t in active if (t.get("discoveredLabels") or {}).get("__address__") == address
+            or (t.get("labels") or {}).get("instance") == address]
+    if not mine:
+        return [f"Prometheus has no target {address}"]
+    if not any(t.get("health") == "up" for t in mine):
+        last = mine[0]
+        return [f"Prometheus target {address} is {last.get('health')}: {last.get('lastError') or ''}".strip()]
+    return []
+
+
+def prometheus_query_problems(query: dict, info: dict) -> list:
+    """Prometheus answers a query for each GPU of the node (a result per UUID)."""
+    results = ((query or {}).get("data") or {}).get("result") or []
+    answered = {(r.get("metric") or {}).get("UUID") for r in results}
+    missing = [g["uuid"] for g in _live(info) if g.get("uuid") and g["uuid"] not in answered]
+    if missing:
+        return [f"Prometheus has no DCGM series for {', '.join(missing)}"]
+    return []
+
+
+def pod_of(pods: list, operand: str) -> dict:
+    """The node's pod of OPERAND (app.kubernetes.io/name)."""
+    for pod in pods or []:
+        if ((pod.get("metadata") or {}).get("labels") or {}).get("app.kubernetes.io/name") == operand:
+            return pod
+    raise ValueError(f"no {operand} pod on the node")
+
+
+def verdict(results: list) -> dict:
+    """The node's verdict from its check results ({check, ok, evidence}, in checklist order)."""
+    failed = [r for r in results if not r.get("ok")]
+    first = failed[0] if failed else None
+    return {
+        "ok": not failed,
+        "first_failure": first["check"] if first else None,
+        "summary": (f"{first['check']}: {'; '.join(first.get('evidence') or [])}" if first
+                    else "all checks passed: " + ", ".join(r["check"] for r in results)),
+    }
+
+
+def line(result: dict) -> str:
+    """One check's line for the log: `  ok   host: ...`, `  FAIL operands: ...`."""
+    mark = "skip" if result.get("skipped") else ("ok" if result.get("ok") else "FAIL")
+    return f"  {mark:<4} {result.get('check')}: {'; '.join(result.get('evidence') or [])}"

@@ -1,0 +1,81 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""How the collection's Kubernetes modules reach the API server: the kubernetes client's own
+configuration, built from the modules' connection options (no request is made here)."""
+from __future__ import annotations
+
+import pytest
+
+from ansible_collections.gpuops.nvidia.plugins.module_utils.k8s import api as kube_api
+
+KUBECONFIG = """apiVersion: v1
+kind: Config
+clusters:
+- name: lab
+  cluster: {server: "https://127.0.0.1:6443", insecure-skip-tls-verify: true}
+- name: prod
+  cluster: {server: "https://10.0.0.1:6443", insecure-skip-tls-verify: true}
+users:
+- name: admin
+  user: {token: secret-token}
+contexts:
+- name: lab
+  context: {cluster: lab, user: admin}
+- name: prod
+  context: {cluster: prod, user: admin}
+current-context: lab
+"""
+
+
+@pytest.fixture
+def kubeconfig(tmp_path):
+    path = tmp_path / "kubeconfig"
+    path.write_text(KUBECONFIG)
+    return str(path)
+
+
+def test_the_kubeconfigs_current_context(kubeconfig):
+    client = kube_api.connect({"kubeconfig": kubeconfig})
+    assert client.configuration.host == "https://127.0.0.1:6443"
+    assert "Bearer secret-token" in client.configuration.api_key.values()
+    # what the client sends
+    assert client.configuration.auth_settings()["BearerToken"]["value"] == "Bearer secret-token"
+
+
+def test_a_named_context(kubeconfig):
+    assert kube_api.connect({"kubeconfig": kubeconfig, "context": "prod"}).configuration.host == "https://10.0.0.1:6443"
+
+
+def test_the_kubeconfig_environment_variable(kubeconfig, monkeypatch):
+    monkeypatch.setenv("KUBECONFIG", kubeconfig)
+    assert kube_api.connect({}).configuration.host == "https://127.0.0.1:6443"
+
+
+def test_a_host_and_token_instead_of_a_kubeconfig(tmp_path):
+    ca = tmp_path / "ca.crt"
+    ca.write_text("-----BEGIN CERTIFICATE-----\n")
+    client = kube_api.connect({"host": "https://api.example:6443", "api_key": "t0k3n", "validate_certs": True,
+                               "ca_cert": str(ca)})
+    config = client.configuration
+    assert config.host == "https://api.example:6443"
+    assert config.auth_settings()["BearerToken"] == {"type": "api_key", "in": "header", "key": "authorization",
+                                                     "value": "Bearer t0k3n"}
+    assert config.verify_ssl is True and config.ssl_ca_cert == str(ca)
+
+
+def test_a_kubeconfig_given_but_missing_is_refused_not_replaced(tmp_path, monkeypatch):
+    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "10.96.0.1")  # (as in a pod: never fall back to it)
+    with pytest.raises(kube_api.KubeError, match=r"the kubeconfig .*missing does not exist: set gpuops_kubeconfig"):
+        kube_api.connect({"kubeconfig": str(tmp_path / "missing")})
+
+
+def test_no_kubeconfig_and_no_cluster_says_what_to_set(tmp_path, monkeypatch):
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "none"))
+    with pytest.raises(kube_api.KubeError, match="set gpuops_kubeconfig"):
+        kube_api.connect({})
+
+
+def test_an_unknown_context_is_named(kubeconfig):
+    with pytest.raises(kube_api.KubeError, match=r"\(context staging\).*gpuops_kube_context"):
+        kube_api.connect({"kubeconfig": kubeconfig, "context": "staging"})
