@@ -104,9 +104,14 @@ lab-down:
 # (GPUOPS_REQUIRE_ALL): only a reason a reader sees, like "no GPU", may skip a test.
 # molecule's scenarios and the lab cluster's tests run side by side (separate containers, networks
 # and ports; the cluster's tests mostly wait on pods and rollouts), each with its log kept whole.
-test: deps fake-nvml images collection apt-repo go-binaries runtime-binaries
-	GPUOPS_REQUIRE_ALL=1 $(MAKE) --no-print-directory sanity lint units
-	GPUOPS_REQUIRE_ALL=1 $(MAKE) --no-print-directory -j2 --output-sync=target molecule lab-tests
+SETUP := deps fake-nvml images collection apt-repo go-binaries runtime-binaries
+PHASE := tests/lab/phases run
+test:
+	@tests/lab/phases reset
+	@trap 'tests/lab/phases report' EXIT; \
+	$(PHASE) set-up $(MAKE) --no-print-directory $(SETUP) && \
+	GPUOPS_REQUIRE_ALL=1 $(MAKE) --no-print-directory sanity lint units && \
+	GPUOPS_REQUIRE_ALL=1 $(MAKE) --no-print-directory -j2 --output-sync=target molecule lab-tests && \
 	GPUOPS_REQUIRE_ALL=1 $(MAKE) --no-print-directory integration
 
 $(AT_ROOT): FORCE
@@ -127,20 +132,20 @@ ansible-test-env: $(AT_ROOT) venv
 	@cp tests/lab/ansible-test/get_pip.py $(ANSIBLE_TEST_GET_PIP)
 
 sanity: ansible-test-env
-	cd $(AT_ROOT) && $(CURDIR)/$(BIN)/ansible-test sanity --python 3.11 --color no
+	cd $(AT_ROOT) && $(CURDIR)/$(PHASE) sanity $(CURDIR)/$(BIN)/ansible-test sanity --python 3.11 --color no
 
 units: ansible-test-env fake-nvml
-	cd $(AT_ROOT) && $(CURDIR)/$(BIN)/ansible-test units --python 3.11 --color no
+	cd $(AT_ROOT) && $(CURDIR)/$(PHASE) units $(CURDIR)/$(BIN)/ansible-test units --python 3.11 --color no
 
 lint:
-	$(BIN)/ansible-lint --offline
+	$(PHASE) ansible-lint $(BIN)/ansible-lint --offline
 
 lab-tests: fake-nvml apt images go-binaries
-	$(BIN)/pytest -q -p no:cacheprovider tests/lab/fake-nvml/tests tests/lab/apt-repo
-	$(BIN)/pytest -q -p no:cacheprovider --durations=15 tests/lab/kubelab/tests
+	$(PHASE) "lab: fake NVML, apt repository" $(BIN)/pytest -q -p no:cacheprovider tests/lab/fake-nvml/tests tests/lab/apt-repo
+	$(PHASE) "lab: cluster (kubelab)" $(BIN)/pytest -q -p no:cacheprovider --durations=15 tests/lab/kubelab/tests
 
 molecule: images fake-nvml collection apt-repo
-	tests/lab/run-molecule -j 2
+	$(PHASE) "molecule (all scenarios, 2 at a time)" tests/lab/run-molecule -j 2
 
 # containerd 1.7 / 2.x and dockerd 20.10 / 26 from other Debian releases, for the runtimes' own
 # configuration checks
@@ -149,7 +154,8 @@ runtime-binaries: apt
 
 integration: fake-nvml collection runtime-binaries go-binaries apt-repo
 	GPUOPS_CRIO=$$(tests/lab/go-binaries --dir crio)/crio \
-	GPUOPS_RUNTIME_BINARIES=$(CURDIR)/$(BUILD)/runtimes $(BIN)/pytest -q -p no:cacheprovider --durations=10 tests/integration
+	GPUOPS_RUNTIME_BINARIES=$(CURDIR)/$(BUILD)/runtimes $(PHASE) integration \
+	$(BIN)/pytest -q -p no:cacheprovider --durations=10 tests/integration
 
 clean:
 	rm -rf $(BUILD)
