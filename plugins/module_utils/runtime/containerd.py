@@ -23,6 +23,7 @@ import traceback
 
 __metaclass__ = type
 
+from ansible_collections.gpuops.nvidia.plugins.module_utils.runtime import detect
 from ansible_collections.gpuops.nvidia.plugins.module_utils.runtime.common import (
     ConfigError, check_options, check_runtime_name, option_error)
 
@@ -52,11 +53,11 @@ BUILTIN_RUNTIMES = ("runc",)
 
 def parse_version(text: str) -> tuple:
     """'1.6.20~ds1' / 'v2.1.4' / 'containerd github.com/containerd/containerd 1.7.24 ...' -> (1, 6, 20)."""
-    match = re.search(r"(?:^|\s|v)(\d+)\.(\d+)\.(\d+)", text or "")
-    if not match:
+    version = detect.parse_version(text)
+    if version is None:
         raise option_error("containerd_version", "cannot read a containerd version from %r" % (text,),
                            "set containerd_version to containerd's version, e.g. 1.7.24")
-    return tuple(int(part) for part in match.groups())
+    return version
 
 
 def config_version_for(containerd: tuple) -> int:
@@ -77,7 +78,7 @@ def supported_config_versions(containerd: tuple) -> tuple:
 
 
 def cdi_supported(containerd: tuple) -> bool:
-    return containerd >= (1, 7, 0)
+    return bool(detect.cdi_supported("containerd", containerd))
 
 
 def imports_merge(containerd: tuple) -> bool:

@@ -34,6 +34,7 @@ import re
 
 __metaclass__ = type
 
+from ansible_collections.gpuops.nvidia.plugins.module_utils.runtime import detect
 from ansible_collections.gpuops.nvidia.plugins.module_utils.runtime.common import (
     ConfigError, check_options, check_runtime_name, option_error)
 
@@ -324,17 +325,8 @@ def configure(current_text, *, runtime_name=DEFAULT_RUNTIME_NAME, runtime_path=D
     return {"text": text, "changed": changed, "data": data, "record": record, "warnings": warnings}
 
 
-# Docker understands "features": {"cdi": true} from 25.0; `dockerd --validate` exists from 23.0.
-CDI_MIN_VERSION = (25, 0)
+# `dockerd --validate` exists from 23.0; the CDI minimum (25.0) is detect.CDI_MIN's.
 VALIDATE_MIN_VERSION = (23, 0)
-
-
-def parse_version(text):
-    """'Docker version 26.1.5+dfsg1, build 411e817' / '20.10.24' -> (26, 1, 5); None when unreadable."""
-    match = re.search(r"(\d+)\.(\d+)(?:\.(\d+))?", text or "")
-    if not match:
-        return None
-    return tuple(int(part or 0) for part in match.groups())
 
 
 def format_version(version):
@@ -348,7 +340,7 @@ def cdi_decision(enable_cdi, version):
     required on a Docker that cannot do it."""
     if enable_cdi == "false":
         return False, None
-    if version is None or version[:2] >= CDI_MIN_VERSION:
+    if version is None or version[:2] >= detect.CDI_MIN["docker"]:
         return True, None
     shown = format_version(version)
     if enable_cdi == "auto":

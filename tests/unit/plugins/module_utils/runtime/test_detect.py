@@ -69,6 +69,10 @@ def test_cdi_supported(runtime, version, supported):
     ("containerd containerd.io v1.7.27 05044ec0a9a75232cad458027ca83437aae3f4da", (1, 7, 27)),
     ("crio version 1.34.0", (1, 34, 0)),
     ("Docker version 26.1.5+dfsg1, build a72d7cd", (26, 1, 5)),
+    ("Docker version 20.10.24+dfsg1, build 5d6db84", (20, 10, 24)),
+    ("Docker version 28.0, build abc", (28, 0, 0)),
+    ("containerd v2.1.4", (2, 1, 4)),
+    ("dockerd: unknown", None),
     ("no version", None),
 ])
 def test_parse_version(text, version):

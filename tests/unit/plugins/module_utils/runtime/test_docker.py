@@ -427,16 +427,6 @@ def test_errors_do_not_quote_the_file():
         assert secret not in str(err.value)
 
 
-@pytest.mark.parametrize("text, expected", [
-    ("Docker version 26.1.5+dfsg1, build 411e817", (26, 1, 5)),
-    ("Docker version 20.10.24+dfsg1, build 5d6db84", (20, 10, 24)),
-    ("Docker version 28.0, build abc", (28, 0, 0)),
-    ("dockerd: unknown", None),
-])
-def test_parse_version(text, expected):
-    assert docker.parse_version(text) == expected
-
-
 @pytest.mark.parametrize("enable_cdi, version, expected", [
     ("true", (26, 1, 5), (True, None)),
     ("auto", (25, 0, 0), (True, None)),
