@@ -175,68 +175,9 @@ problems:
   elements: dict
 """
 
-import json
-import os
-
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpuops.nvidia.plugins.module_utils.apt import parse as apt
-from ansible_collections.gpuops.nvidia.plugins.module_utils.apt import ops as apt_ops
-from ansible_collections.gpuops.nvidia.plugins.module_utils.host import files
-
-
-def _base_name(name: str) -> str:
-    return name.split("=")[0].split(":")[0]
-
-
-def _record(module, path: str) -> dict | None:
-    text = files.read_text(path)
-    if text is None:
-        return None
-    try:
-        return json.loads(text)
-    except ValueError as exc:
-        module.fail_json(msg="the installation record %s is not JSON (%s); move it away; nothing was changed" % (path, exc))
-
-
-def _record_partial(module, path: str, previous: dict | None, params: dict, before: dict, retired: list):
-    now = apt_ops.installed(module)
-    added = sorted(name for name in now if name not in before)
-    gone = [name for name in retired if name not in now]
-    if added or gone:
-        record = apt.install_record(previous, params["owner"],
-                                    [_base_name(n) for n in params["names"] + params["prerequisites"]], added,
-                                    retired=gone)
-        files.write_atomic(module, path, json.dumps(record, indent=2, sort_keys=True) + "\n", mode=0o644)
-
-
-def _exit_pending(module, result, before, state):
-    """Check mode before the repository is in place: apt cannot resolve its packages, so only the
-    missing prerequisites (the distribution's) are simulated; the installation is a change."""
-    params = module.params
-    missing = [name for name in params["prerequisites"] if _base_name(name) not in before]
-    planned = apt_ops.simulate_install(module, missing, ["--no-install-recommends"], params["environment"]) \
-        if missing else []
-    result.update(changed=True, retired=state["retired"],
-                  msg="the repository would be added first; apt cannot resolve its packages before it is, so "
-                      "the installation is not simulated" + (" (only the missing prerequisites are)" if missing else ""),
-                  changed_packages=[{"name": name, "before": before.get(name), "after": version}
-                                    for name, version in sorted(planned)],
-                  added=sorted(name for name, _version in planned if name not in before))
-    result["record"] = apt.install_record(state["previous"], params["owner"],
-                                          [_base_name(n) for n in params["names"] + params["prerequisites"]],
-                                          result["added"], retired=state["retired"])
-    _add_diff(module, result)
-    module.exit_json(**result)
-
-
-def _add_diff(module, result):
-    """Diff mode: the packages that change, with their versions."""
-    if module._diff and result["changed_packages"]:
-        result["diff"] = {
-            "before_header": "packages", "after_header": "packages",
-            "before": "".join("%s %s\n" % (p["name"], p["before"] or "(not installed)") for p in result["changed_packages"]),
-            "after": "".join("%s %s\n" % (p["name"], p["after"]) for p in result["changed_packages"])}
+from ansible_collections.gpuops.nvidia.plugins.module_utils.apt import install, ops
 
 
 def main():
@@ -260,73 +201,12 @@ def main():
         ),
         supports_check_mode=True,
     )
-    params = module.params
-    if not params["names"]:
+    if not module.params["names"]:
         module.fail_json(msg="names is empty: give the packages to install")
-    environment = params["environment"]
-    result = {"changed": False, "refreshed": False, "problems": [], "changed_packages": [], "added": [], "held": []}
-    pending = module.check_mode and params["repository_pending"]
     try:
-        if not module.check_mode and apt_ops.needs_refresh(params["cache_valid_time"]):
-            refreshed = apt_ops.refresh(module, tolerate=params["tolerate"], strict=params["strict"],
-                                        hints=params["hints"], environment=environment)
-            result.update(refreshed=True, problems=refreshed["problems"])
-        before = apt_ops.installed(module)
-        path = os.path.join(params["record_dir"], "%s.json" % params["owner"])
-        previous = _record(module, path)
-        retired = apt.retired_branch_packages((previous or {}).get("requires") or [],
-                                              [_base_name(n) for n in params["names"] + params["prerequisites"]],
-                                              before) \
-            if params["retire_branch_packages"] else []
-        if pending:
-            _exit_pending(module, result, before, dict(path=path, previous=previous, retired=retired))
-        wanted = [name for name in params["names"] if params["latest"] or _base_name(name) not in before]
-        if retired:
-            wanted = list(params["names"]) + ["%s-" % name for name in retired]
-        wanted += [name for name in params["prerequisites"] if _base_name(name) not in before]
-        options = ["--no-install-recommends", "--allow-change-held-packages"]
-        options += ["--allow-downgrades"] if params["allow_downgrade"] else []
-        planned = apt_ops.simulate_install(module, wanted, options, environment) if wanted else []
-        if planned and not module.check_mode:
-            try:
-                apt_ops.install(module, wanted, options, environment)
-            except apt_ops.AptError:
-                # what apt installed before it failed is recorded too, so a removal takes it away
-                _record_partial(module, path, previous, params, before, retired)
-                raise
-            after = apt_ops.installed(module)
-            planned = [(name, version) for name, version in after.items() if before.get(name) != version]
-        else:
-            after = dict(before, **dict(planned))
-        result["changed_packages"] = [{"name": name, "before": before.get(name), "after": version}
-                                      for name, version in sorted(planned)]
-        result["added"] = sorted(name for name, _version in planned if name not in before)
-        result["retired"] = retired
-        if retired and module.check_mode:
-            after = {name: version for name, version in after.items() if name not in retired}
-
-        record = apt.install_record(previous, params["owner"],
-                                    [_base_name(n) for n in params["names"] + params["prerequisites"]],
-                                    result["added"], retired=retired)
-        result["record"] = record
-        if record != previous:
-            if not module.check_mode:
-                files.write_atomic(module, path, json.dumps(record, indent=2, sort_keys=True) + "\n", mode=0o644)
-            result["changed"] = True
-
-        hold = {_base_name(name) for name in params["hold"]}
-        current = apt_ops.held(module) if hold else set()
-        change = (hold - current) if params["hold_state"] else (hold & current)
-        # a package still to be installed is held once it is (check mode cannot hold it yet)
-        change = {name for name in change if name in after}
-        if change:
-            if not module.check_mode:
-                apt_ops.mark(module, "hold" if params["hold_state"] else "unhold", change)
-            result["held"] = sorted(change)
-    except apt_ops.AptError as exc:
-        module.fail_json(msg=str(exc), problems=exc.problems, changed=result["changed"] or exc.changed)
-    result["changed"] = result["changed"] or bool(result["changed_packages"]) or bool(result["held"]) or bool(retired)
-    _add_diff(module, result)
+        result = install.apply(module, module.params)
+    except ops.AptError as exc:
+        module.fail_json(**exc.result())
     module.exit_json(**result)
 
 

@@ -19,16 +19,35 @@ description:
     the collection's roles needs (O(keep)), or that other installed packages depend on, are kept
     together with everything they depend on; the removal never takes a package outside O(name).
   - Changes nothing when there is nothing to remove.
+  - With O(owner), a role's whole removal in one step, from the records of the collection's
+    installations (O(record_dir)/<owner>.json, written by M(gpuops.nvidia.apt_install)) - the
+    holds on what the role's installations added are released, what they added is removed but
+    every package another record requires (and what those depend on), what stays for another
+    role is handed to that role's record (its own removal takes it back later), and the role's
+    record is removed. Without a record nothing is removed (RV(msg) says so).
 author:
   - gpuops.nvidia maintainers (@gpuops)
 options:
   name:
-    description: Packages that may be removed (those not installed are ignored).
+    description:
+      - Packages that may be removed (those not installed are ignored).
+      - Required without O(owner); mutually exclusive with it.
     type: list
     elements: str
-    required: true
+  owner:
+    description:
+      - The role whose installations' packages go, as its record in O(record_dir) lists them.
+      - Mutually exclusive with O(name).
+    type: str
+    version_added: 0.2.0
+  record_dir:
+    description: Where the records of the roles' installations are kept (with O(owner)).
+    type: path
+    default: /var/lib/gpuops/packages
+    version_added: 0.2.0
   keep:
     description: Packages that must stay installed (other roles need them), with their dependencies.
+      With O(owner), what the other records require is kept too.
     type: list
     elements: str
     default: []
@@ -46,10 +65,10 @@ attributes:
     description: Simulates the removal and reports what it would take away.
   diff_mode:
     support: full
-    description: The installed packages that go, as a before/after list.
+    description: The installed packages that go, as a before/after list (with O(owner), also the records that change).
   idempotent:
     support: full
-    description: A second run finds nothing installed to remove.
+    description: A second run finds nothing installed to remove (with O(owner), no record left).
 seealso:
   - module: ansible.builtin.apt
 """
@@ -59,6 +78,10 @@ EXAMPLES = r"""
   gpuops.nvidia.apt_remove:
     name: "{{ record.added }}"
     keep: [python3-pynvml]
+
+- name: Remove what the driver role's installations added, as its record says
+  gpuops.nvidia.apt_remove:
+    owner: driver
 """
 
 RETURN = r"""
@@ -73,82 +96,50 @@ kept:
   type: list
   elements: dict
   sample: [{name: python3-pynvml, why: another role needs it}]
+released:
+  description: The packages whose hold was released (would be, in check mode).
+  returned: with O(owner)
+  type: list
+  elements: str
+records:
+  description: The records that changed - others' that took over what was kept, and the role's own, removed.
+  returned: with O(owner)
+  type: list
+  elements: str
+msg:
+  description: Why nothing was removed (no record of the role's installations).
+  returned: with O(owner), when the role has no record
+  type: str
 """
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpuops.nvidia.plugins.module_utils.apt import parse as apt
-from ansible_collections.gpuops.nvidia.plugins.module_utils.host import commands
-
-
-def _closure(module, names):
-    """names and everything installed they depend on (recursively)."""
-    if not names:
-        return set()
-    rc, out, err = commands.run(module, ["apt-cache", "depends", "--recurse", "--installed", "--no-recommends",
-                                         "--no-suggests", "--no-conflicts", "--no-breaks", "--no-replaces",
-                                         "--no-enhances"] + sorted(names))
-    if rc != 0:
-        module.fail_json(msg="apt-cache depends failed: %s" % (err.strip() or out.strip()))
-    return apt.parse_depends(out) | set(names)
-
-
-def _verb(module):
-    return "purge" if module.params["purge"] else "remove"
-
-
-def _simulate(module, names, options):
-    rc, out, err = commands.run(module, ["apt-get", "-s", "-q", "-y"] + options + [_verb(module)] + sorted(names))
-    if rc != 0:
-        module.fail_json(msg="apt cannot plan the removal of %s: %s" % (", ".join(sorted(names)),
-                                                                        (err.strip() or out.strip())))
-    return set(apt.parse_simulation(out))
+from ansible_collections.gpuops.nvidia.plugins.module_utils.apt import ops, remove
 
 
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            name=dict(type="list", elements="str", required=True),
+            name=dict(type="list", elements="str"),
+            owner=dict(type="str"),
+            record_dir=dict(type="path", default="/var/lib/gpuops/packages"),
             keep=dict(type="list", elements="str", default=[]),
             purge=dict(type="bool", default=True),
             allow_held=dict(type="bool", default=True),
         ),
+        mutually_exclusive=[("name", "owner")],
+        required_one_of=[("name", "owner")],
         supports_check_mode=True,
     )
-    _rc, listing, _err = commands.run(module, ["dpkg-query", "-W", "-f=${db:Status-Abbrev} ${Package}\\n"])
-    installed = apt.parse_installed(listing)
-    options = ["--allow-change-held-packages"] if module.params["allow_held"] else []
-    candidates = set(module.params["name"]) & installed
-    kept = {}
-    protected = _closure(module, set(module.params["keep"]) & installed)
-    for name in sorted(candidates & protected):
-        kept[name] = "another role needs it" if name in module.params["keep"] else "a package another role needs depends on it"
-    candidates -= protected
-    # What apt would take away beyond the candidates depends on them: keep what those need.
-    for _attempt in range(5):
-        if not candidates:
-            break
-        extra = _simulate(module, candidates, options) - candidates
-        if not extra:
-            break
-        needed = _closure(module, extra) & candidates
-        for name in sorted(needed):
-            kept[name] = "installed packages depend on it (%s)" % ", ".join(sorted(extra)[:5])
-        candidates -= needed
-    else:
-        module.fail_json(msg="apt would still remove more than asked for; nothing was removed", kept=kept)
-
-    result = dict(changed=bool(candidates), removed=sorted(candidates),
-                  kept=[{"name": name, "why": why} for name, why in sorted(kept.items())])
-    if module._diff and candidates:
-        result["diff"] = {"before": "\n".join(sorted(installed & set(module.params["name"]))) + "\n",
-                          "after": "\n".join(sorted((installed & set(module.params["name"])) - candidates)) + "\n"}
-    if candidates and not module.check_mode:
-        rc, out, err = commands.run(module, ["apt-get", "-q", "-y"] + options + [_verb(module)] + sorted(candidates),
-                                    env={"DEBIAN_FRONTEND": "noninteractive"})
-        if rc != 0:
-            problem = err.strip() or out.strip()
-            module.fail_json(msg="apt-get could not remove %s: %s" % (", ".join(sorted(candidates)), problem), **result)
+    params = module.params
+    try:
+        if params["owner"]:
+            result = remove.remove_owned(module, params["owner"], params["record_dir"], params["keep"], params["purge"],
+                                         params["allow_held"])
+        else:
+            result = remove.remove(module, params["name"], params["keep"], params["purge"], params["allow_held"])
+    except ops.AptError as exc:
+        module.fail_json(**exc.result())
     module.exit_json(**result)
 
 

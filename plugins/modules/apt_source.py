@@ -125,20 +125,9 @@ refresh_needed:
   type: bool
 """
 
-import hashlib
-import os
-
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.common.text.converters import to_text
 
-from ansible_collections.gpuops.nvidia.plugins.module_utils.apt import parse as apt
-from ansible_collections.gpuops.nvidia.plugins.module_utils.apt import ops as apt_ops
-from ansible_collections.gpuops.nvidia.plugins.module_utils.host import files
-
-KEYRINGS = "/etc/apt/keyrings"
-SOURCES = "/etc/apt/sources.list.d"
-PREFERENCES = "/etc/apt/preferences.d"
-MARKERS = "/var/lib/gpuops/apt-sources"
+from ansible_collections.gpuops.nvidia.plugins.module_utils.apt import ops, sources
 
 
 def main():
@@ -159,78 +148,10 @@ def main():
         mutually_exclusive=[("key", "key_url")],
         supports_check_mode=True,
     )
-    params = module.params
-    name, present = params["name"], params["state"] == "present"
-    keyring = os.path.join(KEYRINGS, "%s.asc" % name)
-    source = os.path.join(SOURCES, "%s.sources" % name)
-    pin = params["pin"] or {}
-    if pin and (not pin.get("name") or not isinstance(pin.get("packages") or [], list)):
-        module.fail_json(msg="pin needs a name and a list of packages (and a version, or '' to remove it)")
-    if present and params["url"] and not (params["key"] or params["key_url"]):
-        module.fail_json(msg="the source %s needs its signing key: give key (its content) or key_url" % name)
-    for variable, value in params["environment"].items():
-        os.environ[variable] = str(value)
-
-    # what each file should hold (None: absent); the key is fetched and checked before any write
-    wanted, diffs = {}, []
-    result = {"changed": False, "files": [], "source_changed": False, "refreshed": False, "refresh_needed": False}
     try:
-        if params["url"] or not present:
-            key_bytes, keys = (apt_ops.wanted_key(module, params["key"], params["key_url"], keyring, params["timeout"])
-                               if present else (None, []))
-            if present:
-                result["keys"] = keys
-            wanted[keyring] = key_bytes
-            wanted[source] = apt.deb822_source(name, params["url"], keyring) if present else None
-        if pin:
-            pin_path = os.path.join(PREFERENCES, "%s.pref" % pin["name"])
-            wanted[pin_path] = (apt.pin_text(pin["name"], pin.get("packages") or [], pin["version"])
-                                if present and pin.get("version") else None)
-    except apt_ops.AptError as exc:
-        module.fail_json(msg=str(exc))
-
-    for path, after in wanted.items():
-        before = apt_ops.read_bytes(path)
-        after_bytes = after if isinstance(after, bytes) or after is None else after.encode("utf-8")
-        if before == after_bytes:
-            continue
-        problem = files.check_writable(path)
-        if problem:
-            module.fail_json(msg="cannot change %s: %s; nothing was changed" % (path, problem))
-        result["files"].append(path)
-        if path in (keyring, source):
-            result["source_changed"] = True
-        if module._diff:
-            if path == keyring:
-                diffs.append(apt_ops.key_diff(path, before, after_bytes, apt_ops.known_keys(before), result.get("keys") or []))
-            else:
-                diffs.append(files.diff_entry(path, to_text(before) if before is not None else None,
-                                              to_text(after_bytes) if after_bytes is not None else None))
-    # the key and source whose lists were last refreshed: a refresh that failed is tried again
-    marker = os.path.join(MARKERS, "%s.refreshed" % name)
-    stamp = None
-    if present and params["url"]:
-        stamp = hashlib.sha256(wanted[keyring] + b"\0" + wanted[source].encode("utf-8")).hexdigest() + "\n"
-    refresh = bool(stamp and params["refresh"] and (result["source_changed"] or files.read_text(marker) != stamp))
-    result["refresh_needed"] = refresh and not result["source_changed"]
-    result["changed"] = bool(result["files"]) or refresh
-    if result["changed"] and not module.check_mode:
-        for path in result["files"]:
-            if wanted[path] is None:
-                files.remove(module, path)
-            else:
-                files.write_atomic(module, path, wanted[path], mode=0o644)
-        if refresh:
-            try:
-                apt_ops.refresh(module, sources=[source], hints=params["hints"], environment=params["environment"])
-            except apt_ops.AptError as exc:
-                module.fail_json(msg=str(exc), problems=exc.problems, changed=True)
-            files.write_atomic(module, marker, stamp, mode=0o644)
-            result["refreshed"] = True
-    if not present and os.path.exists(marker) and not module.check_mode:
-        files.remove(module, marker)
-    if diffs:
-        result["diff"] = diffs
+        result = sources.apply(module, module.params)
+    except ops.AptError as exc:
+        module.fail_json(**exc.result())
     module.exit_json(**result)
 
 

@@ -97,8 +97,7 @@ previous_keys:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpuops.nvidia.plugins.module_utils.apt import ops as apt_ops
-from ansible_collections.gpuops.nvidia.plugins.module_utils.host import files
+from ansible_collections.gpuops.nvidia.plugins.module_utils.apt import ops, sources
 
 
 def main():
@@ -115,32 +114,10 @@ def main():
         required_if=[("state", "present", ("content", "url"), True)],
         supports_check_mode=True,
     )
-    path = module.params["path"]
-    before = apt_ops.read_bytes(path)
-    previous = apt_ops.known_keys(before)
-    result = {"changed": False, "previous_keys": previous}
-    keys = []
-    if module.params["state"] == "absent":
-        after = None
-    else:
-        try:
-            after, keys = apt_ops.wanted_key(module, module.params["content"], module.params["url"], path,
-                                             module.params["timeout"])
-        except apt_ops.AptError as exc:
-            module.fail_json(msg=str(exc))
-        result["keys"] = keys
-    if after != before:
-        problem = files.check_writable(path)
-        if problem:
-            module.fail_json(msg="cannot change %s: %s; nothing was changed" % (path, problem))
-        result["changed"] = True
-        if not module.check_mode:
-            if after is None:
-                files.remove(module, path)
-            else:
-                files.write_atomic(module, path, after, mode=0o644)
-        if module._diff:
-            result["diff"] = apt_ops.key_diff(path, before, after, previous, keys)
+    try:
+        result = sources.apply_key(module, module.params)
+    except ops.AptError as exc:
+        module.fail_json(msg=str(exc))
     module.exit_json(**result)
 
 

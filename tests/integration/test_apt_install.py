@@ -13,7 +13,7 @@ import subprocess
 
 import pytest
 
-from conftest import BIN, _env  # pylint: disable=import-error
+from conftest import BIN, _env, require  # pylint: disable=import-error
 
 NO_REFRESH = 10 ** 9  # the lists are fresh enough: no apt-get update from the tests
 
@@ -38,7 +38,8 @@ def absent_package():
         known = subprocess.run(["apt-cache", "show", name], capture_output=True, text=True, check=False)
         if known.returncode == 0 and not installed(name):
             return name
-    pytest.skip("no known, uninstalled package to simulate with")
+    require(False, "a package apt knows and this machine does not have (sl, cowsay, fortune-mod or hello)",
+            "apt-get update, so that apt knows them, and leave one of them uninstalled")
     return None
 
 

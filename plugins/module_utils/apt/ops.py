@@ -1,10 +1,11 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, gpuops.nvidia contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""apt on the node, for the modules that change it (apt_refresh, apt_install): refresh the lists
-(all, or one source) naming a failing source and apt's reason; read what dpkg has installed and
-held; simulate and run an installation. Commands run through module_utils/host/commands (C locale);
-the parsing is module_utils/apt/parse's."""
+"""apt's commands on the node, for the modules that change it: refresh the lists (all, or one
+source) naming a failing source and apt's reason; simulate and run an installation or a removal;
+what installed packages depend on. Commands run through module_utils/host/commands (C locale);
+the parsing is module_utils/apt/parse's. What dpkg has installed and held is read (and holds are
+written) by module_utils/apt/packages only."""
 
 from __future__ import annotations
 
@@ -24,10 +25,16 @@ NONINTERACTIVE = {"DEBIAN_FRONTEND": "noninteractive"}
 class AptError(Exception):
     """apt failed; ``problems`` names the sources and reasons when there are any."""
 
-    def __init__(self, message, problems=None, changed=False):
+    def __init__(self, message, problems=None, changed=False, details=None):
         super().__init__(message)
         self.problems = problems or []
         self.changed = changed
+        self.details = details or {}
+
+    def result(self) -> dict:
+        """fail_json's arguments: the message, the problems, whether something changed, and the
+        details the failing step adds (what was kept or removed so far)."""
+        return dict(self.details, msg=str(self), problems=self.problems, changed=self.changed)
 
 
 def lists_state() -> dict:
@@ -86,23 +93,12 @@ def refresh(module, sources=(), tolerate=(), strict=(), hints=None, environment=
     return {"changed": changed, "problems": tolerated}
 
 
-def installed(module) -> dict:
-    """{package: version} of what dpkg has installed (held ones included)."""
-    _rc, out, _err = commands.run(module, ["dpkg-query", "-W", "-f=${db:Status-Abbrev} ${Package} ${Version}\\n"])
-    return apt.parse_versions(out)
-
-
-def held(module) -> set:
-    _rc, out, _err = commands.run(module, ["apt-mark", "showhold"])
-    return {line.strip().split(":")[0] for line in out.splitlines() if line.strip()}
-
-
 def simulate_install(module, names, options, environment=None) -> list:
     """[(name, version)] an `apt-get install` of names would install or change."""
     rc, out, err = commands.run(module, ["apt-get", "-s", "-q", "-y"] + options + ["install"] + list(names),
                                 env={key: str(value) for key, value in (environment or {}).items()})
     if rc != 0:
-        raise AptError("apt cannot install %s: %s" % (", ".join(names), _apt_reason(out, err)))
+        raise AptError("apt cannot install %s: %s" % (", ".join(names), apt_reason(out, err)))
     return apt.parse_install_simulation(out)
 
 
@@ -112,16 +108,10 @@ def install(module, names, options, environment=None) -> None:
                                          "-o", "Dpkg::Options::=--force-confold"] + options + ["install"] + list(names),
                                 env=env)
     if rc != 0:
-        raise AptError("apt-get could not install %s: %s" % (", ".join(names), _apt_reason(out, err)), changed=True)
+        raise AptError("apt-get could not install %s: %s" % (", ".join(names), apt_reason(out, err)), changed=True)
 
 
-def mark(module, verb: str, names) -> None:
-    rc, out, err = commands.run(module, ["apt-mark", verb] + sorted(names))
-    if rc != 0:
-        raise AptError("apt-mark %s %s failed: %s" % (verb, " ".join(sorted(names)), _apt_reason(out, err)), changed=True)
-
-
-def _apt_reason(out: str, err: str) -> str:
+def apt_reason(out: str, err: str) -> str:
     """apt's own lines that say why (E: and W: lines, unmet dependencies), else its last line."""
     text = (err or "") + "\n" + (out or "")
     lines = [line.strip() for line in text.splitlines() if line.startswith(("E: ", "W: ")) or "Depends:" in line]
@@ -131,55 +121,28 @@ def _apt_reason(out: str, err: str) -> str:
     return rest[-1] if rest else "no output"
 
 
-# ---- repository keys ---------------------------------------------------------------------------
-
-def read_bytes(path: str) -> bytes | None:
-    try:
-        with open(path, "rb") as handle:
-            return handle.read()
-    except FileNotFoundError:
-        return None
-
-
-def download(module, url: str, timeout: int = 30) -> bytes:
-    from ansible.module_utils.urls import fetch_url  # pylint: disable=import-outside-toplevel
-    response, info = fetch_url(module, url, timeout=timeout)
-    if info.get("status") != 200 or response is None:
-        raise AptError("cannot download the repository key from %s: %s %s; nothing was changed"
-                       % (url, info.get("status"), info.get("msg")))
-    return response.read()
+def depends(module, names) -> set:
+    """names and every installed package they depend on (recursively; not recommends)."""
+    if not names:
+        return set()
+    rc, out, err = commands.run(module, ["apt-cache", "depends", "--recurse", "--installed", "--no-recommends",
+                                         "--no-suggests", "--no-conflicts", "--no-breaks", "--no-replaces",
+                                         "--no-enhances"] + sorted(names))
+    if rc != 0:
+        raise AptError("apt-cache depends failed: %s" % (err.strip() or out.strip()))
+    return apt.parse_depends(out) | set(names)
 
 
-def wanted_key(module, content: str | None, url: str | None, path: str, timeout: int = 30) -> tuple:
-    """(bytes, keys) of the key to install from its content or URL, checked to be an OpenPGP public
-    key (ASCII-armored where path is an .asc keyring) before anything is written."""
-    from ansible.module_utils.common.text.converters import to_bytes  # pylint: disable=import-outside-toplevel
-    from ansible_collections.gpuops.nvidia.plugins.module_utils.apt import openpgp
-    source = url or "the given content"
-    data = download(module, url, timeout) if url else to_bytes(content)
-    if path.endswith(".asc") and not data.lstrip().startswith(b"-----BEGIN PGP PUBLIC KEY BLOCK-----"):
-        raise AptError("the repository key from %s is not ASCII-armored, which %s (.asc) must be for apt; give the "
-                       "armored key (gpg --armor --export) or its URL; nothing was changed" % (source, path))
-    try:
-        return data, openpgp.keys(data)
-    except (openpgp.KeyFileError, IndexError) as exc:
-        raise AptError("the repository key from %s is not an OpenPGP public key (%s); give the key's ASCII-armored "
-                       "content or its URL; nothing was changed" % (source, exc))
+def simulate_remove(module, verb: str, names, options) -> set:
+    """The packages an `apt-get remove|purge` of names would take away."""
+    rc, out, err = commands.run(module, ["apt-get", "-s", "-q", "-y"] + options + [verb] + sorted(names))
+    if rc != 0:
+        raise AptError("apt cannot plan the removal of %s: %s" % (", ".join(sorted(names)), (err.strip() or out.strip())))
+    return set(apt.parse_simulation(out))
 
 
-def known_keys(data: bytes | None) -> list:
-    from ansible_collections.gpuops.nvidia.plugins.module_utils.apt import openpgp
-    if not data:
-        return []
-    try:
-        return openpgp.keys(data)
-    except (openpgp.KeyFileError, IndexError):
-        return []
-
-
-def key_diff(path: str, before: bytes | None, after: bytes | None, previous: list, keys: list) -> dict:
-    from ansible_collections.gpuops.nvidia.plugins.module_utils.apt import openpgp
-    return {"before_header": path if before is not None else "%s (absent)" % path,
-            "after_header": path if after is not None else "%s (absent)" % path,
-            "before": openpgp.describe(previous) if previous else ("" if before is None else "(not a key)\n"),
-            "after": openpgp.describe(keys) if after is not None else ""}
+def remove(module, verb: str, names, options, details=None) -> None:
+    rc, out, err = commands.run(module, ["apt-get", "-q", "-y"] + options + [verb] + sorted(names), env=NONINTERACTIVE)
+    if rc != 0:
+        raise AptError("apt-get could not remove %s: %s" % (", ".join(sorted(names)), err.strip() or out.strip()),
+                       changed=True, details=details)

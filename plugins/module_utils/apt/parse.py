@@ -182,27 +182,6 @@ def parse_depends(output: str) -> set:
     return names
 
 
-def parse_installed(output: str) -> set:
-    """Installed packages from `dpkg-query -W -f='${db:Status-Abbrev} ${Package}\\n'`."""
-    names = set()
-    for line in (output or "").splitlines():
-        parts = line.split()
-        if len(parts) >= 2 and parts[0][:2] in ("ii", "hi"):
-            names.add(parts[-1].split(":")[0])
-    return names
-
-
-def parse_versions(output: str) -> dict:
-    """{package: version} of the installed packages in `dpkg-query -W -f='${db:Status-Abbrev}
-    ${Package} ${Version}\\n'` output."""
-    versions = {}
-    for line in (output or "").splitlines():
-        parts = line.split()
-        if len(parts) >= 3 and parts[0][:2] in ("ii", "hi"):
-            versions[parts[1].split(":")[0]] = parts[2]
-    return versions
-
-
 def parse_install_simulation(output: str) -> list:
     """[(package, version)] an `apt-get -s install` would install, upgrade or downgrade ('Inst NAME
     [OLD] (NEW SOURCE [ARCH])' lines), in apt's order."""

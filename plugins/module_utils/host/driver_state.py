@@ -1,9 +1,10 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, gpuops.nvidia contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Installed versus loaded NVIDIA driver: the package database and the DKMS tree read under a
-root directory (tests point it at a prepared tree), pure parsers of them, and the pure decision
-of what state the host is in and whether it needs a reboot."""
+"""Installed versus loaded NVIDIA driver: the package database (dpkg's through
+module_utils/apt/packages, the one reader of it; rpm's through a command) and the DKMS tree read
+under a root directory (tests point it at a prepared tree), pure parsers of them, and the pure
+decision of what state the host is in and whether it needs a reboot."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ import os
 import re
 
 __metaclass__ = type
+
+from ansible_collections.gpuops.nvidia.plugins.module_utils.apt import packages as dpkg
 
 # Packages whose version is the driver's version, most telling first.
 DRIVER_PACKAGE_PATTERNS = (
@@ -26,7 +29,7 @@ DRIVER_PACKAGE_PATTERNS = (
 # Driver packages: not the container toolkit's (nvidia-container-*, libnvidia-container*).
 RELATED_PACKAGES = r"^(nvidia-(?!container)|libnvidia-(?!container)|cuda-drivers|xserver-xorg-video-nvidia|firmware-nvidia|kmod-nvidia)"
 
-DPKG_STATUS = "var/lib/dpkg/status"
+DPKG_STATUS = dpkg.STATUS
 DKMS_TREE = "var/lib/dkms"
 RPM_FORMAT = "%{NAME}\\t%{VERSION}-%{RELEASE}\\tii\\n"
 
@@ -39,38 +42,21 @@ def upstream_version(package_version: str) -> str | None:
 
 def parse_dpkg_status(text: str) -> dict:
     """dpkg's status database -> {package: {'version', 'installed', 'held'}} for every package
-    dpkg knows (installed: status 'install ok installed' or 'hold ok installed')."""
-    packages = {}
-    for stanza in re.split(r"\n\s*\n", text or ""):
-        fields = {}
-        for line in stanza.splitlines():
-            if line[:1] in (" ", "\t") or ":" not in line:
-                continue  # continuation of a multi-line field
-            key, value = line.split(":", 1)
-            fields[key.strip()] = value.strip()
-        name = fields.get("Package")
-        if not name:
-            continue
-        want, _flag, status = (fields.get("Status", "") + "   ").split(" ", 2)
-        packages[name] = {"version": fields.get("Version"), "installed": status.strip() == "installed",
-                          "held": want == "hold"}
-    return packages
+    dpkg knows (module_utils/apt/packages parses it)."""
+    return dpkg.parse(text)
 
 
 def read_dpkg_status(root: str = "/") -> dict | None:
-    """parse_dpkg_status of root's dpkg database; None when the host has no dpkg database."""
-    try:
-        with open(os.path.join(root, DPKG_STATUS), encoding="utf-8", errors="replace") as handle:
-            return parse_dpkg_status(handle.read())
-    except FileNotFoundError:
-        return None
+    """root's dpkg database as module_utils/apt/packages reads it; None when the host has no
+    dpkg database."""
+    return dpkg.read(root)
 
 
 def driver_packages(status: dict) -> tuple:
     """({name: version} of the installed NVIDIA driver packages, [held driver packages])."""
-    installed = {name: info["version"] for name, info in status.items()
-                 if info["installed"] and re.match(RELATED_PACKAGES, name)}
-    return installed, sorted(name for name in installed if status[name]["held"])
+    installed = {name: version for name, version in dpkg.versions(status).items()
+                 if re.match(RELATED_PACKAGES, name)}
+    return installed, sorted(set(installed) & dpkg.holds(status))
 
 
 def read_installed(root: str = "/", run=None) -> tuple:

@@ -8,13 +8,14 @@ from __future__ import annotations
 import json
 
 from ansible_collections.gpuops.nvidia.plugins.module_utils.apt import ops as apt_ops
+from ansible_collections.gpuops.nvidia.plugins.module_utils.apt import packages
 from ansible_collections.gpuops.nvidia.plugins.modules import apt_install
 
 
 def test_a_failed_install_records_what_it_added(run_module, monkeypatch, tmp_path):
     states = iter([{"dpkg": "1.21"}, {"dpkg": "1.21", "nvidia-kernel-common": "580.95.05-1"}])
     monkeypatch.setattr(apt_ops, "needs_refresh", lambda seconds: False)
-    monkeypatch.setattr(apt_ops, "installed", lambda module: next(states))
+    monkeypatch.setattr(packages, "installed", lambda root="/": next(states))
     monkeypatch.setattr(apt_ops, "simulate_install", lambda module, names, options, environment=None: [
         ("nvidia-kernel-common", "580.95.05-1"), ("nvidia-driver", "580.95.05-1")])
 

@@ -95,7 +95,7 @@ def test_read_sources(tmp_path):
         "http://127.0.0.1:8765/cuda": "/etc/apt/sources.list.d/gpuops-nvidia-cuda.sources"}
 
 
-def test_parse_simulation_and_depends_and_installed():
+def test_parse_simulation_and_depends():
     simulation = ("NOTE: This is only a simulation!\nRemv python3-pynvml [11.525.112-1]\n"
                   "Purg nvidia-open [580.95.05-1]\nPurg libnvidia-ml1:amd64 [580.95.05-1]\n")
     assert apt.parse_simulation(simulation) == ["python3-pynvml", "nvidia-open", "libnvidia-ml1"]
@@ -103,8 +103,6 @@ def test_parse_simulation_and_depends_and_installed():
                "    gpuops-lab-fake-nvml\npython3\n  Depends: python3.11\n")
     assert apt.parse_depends(depends) == {"python3-pynvml", "python3", "libnvidia-ml1", "gpuops-lab-fake-nvml",
                                           "python3.11"}
-    assert apt.parse_installed("ii  adduser\nhi  nvidia-open\nrc  old-thing\nii  libc6:amd64\n") == {
-        "adduser", "nvidia-open", "libc6"}
 
 
 def test_arch_in_a_source_uri_and_a_single_source_refresh(tmp_path):
@@ -119,13 +117,6 @@ def test_arch_in_a_source_uri_and_a_single_source_refresh(tmp_path):
     problems = apt.update_problems("Err:1 http://elsewhere.example/x InRelease\n  404  Not Found [IP: 1.2.3.4 80]\n",
                                    {}, default_source="/etc/apt/sources.list.d/x.sources")
     assert [(p["source"], p["kind"]) for p in problems] == [("/etc/apt/sources.list.d/x.sources", "not_found")]
-
-
-def test_parse_versions_of_installed_and_held_packages():
-    out = ("ii  nvidia-open 570.172.08-1\nhi  nvidia-fabricmanager-570 570.172.08-1\n"
-           "rc  old-package 1.0\nii  libc6:amd64 2.36-9+deb12u14\n")
-    assert apt.parse_versions(out) == {"nvidia-open": "570.172.08-1", "nvidia-fabricmanager-570": "570.172.08-1",
-                                       "libc6": "2.36-9+deb12u14"}
 
 
 def test_parse_install_simulation_new_upgraded_and_downgraded():

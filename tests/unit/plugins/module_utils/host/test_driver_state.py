@@ -128,3 +128,16 @@ def test_decide(installed, loaded, can_load, state, reboot):
     assert decision["can_load_module"] is can_load
     if not can_load and state in ("installed_not_loaded", "loaded_outdated"):
         assert decision["message"].endswith("; no CAP_SYS_MODULE, so a reboot would not load it: the state stays as it is")
+
+
+def test_read_installed_reads_dpkgs_journal_too(tmp_path):
+    """The one reader of dpkg's database (module_utils/apt/packages): an entry dpkg has not folded
+    into its status file yet counts, as it does for dpkg-query."""
+    dpkg = tmp_path / "var" / "lib" / "dpkg"
+    (dpkg / "updates").mkdir(parents=True)
+    (dpkg / "status").write_text(DPKG_STATUS)
+    (dpkg / "updates" / "0000").write_text("Package: nvidia-driver\nStatus: install ok installed\n"
+                                           "Version: 580.95.05-1\n")
+    packages, held = driver_state.read_installed(str(tmp_path))
+    assert packages["nvidia-driver"] == "580.95.05-1" and held == []
+    assert driver_state.read_dpkg_status(str(tmp_path / "elsewhere")) is None
