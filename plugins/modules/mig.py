@@ -70,8 +70,16 @@ options:
       - File on the managed host where the module records the MIG profiles each GPU model reports, so
         that a later check-mode run can check a layout for GPUs whose MIG mode is off. Empty string
         turns the record off.
+      - A record an earlier release kept at C(/var/lib/gpuops-nvidia/mig-profiles.json) is moved to
+        the default path on the first run (read where it is in check mode).
     type: str
-    default: /var/lib/gpuops-nvidia/mig-profiles.json
+    default: /var/lib/gpuops/mig-profiles.json
+  host_root:
+    description:
+      - Directory under which O(profile_record) is read and written. Only useful when the host's file
+        systems are mounted elsewhere (for example inside a container that mounts the host at C(/host)).
+    type: path
+    default: /
 attributes:
   check_mode:
     support: full
@@ -191,64 +199,11 @@ converged:
   type: bool
 """
 
-import json
-import os
-
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
-from ansible.module_utils.common.text.converters import to_native
 
-from ansible_collections.gpuops.nvidia.plugins.module_utils.mig import apply as mig_apply
-from ansible_collections.gpuops.nvidia.plugins.module_utils.mig import config as mig_config
-from ansible_collections.gpuops.nvidia.plugins.module_utils.nvml import mig as mig_nvml
-from ansible_collections.gpuops.nvidia.plugins.module_utils.host.files import write_atomic
-
-try:
-    import yaml
-    HAS_YAML = True
-except ImportError:
-    yaml = None
-    HAS_YAML = False
-
-
-def load_config(module):
-    path = module.params["config_file"]
-    if path is None:
-        return module.params["config"]  # None: the generated layouts
-    try:
-        with open(path, encoding="utf-8") as handle:
-            text = handle.read()
-    except OSError as exc:
-        module.fail_json(msg="cannot read the MIG config %s: %s" % (path, to_native(exc)))
-    try:
-        return json.loads(text)
-    except ValueError:
-        pass
-    if not HAS_YAML:
-        module.fail_json(msg=missing_required_lib("PyYAML (the MIG config %s is not JSON)" % path))
-    try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        module.fail_json(msg="the MIG config %s is not valid YAML: %s" % (path, to_native(exc)))
-    return None
-
-
-def save_record(module, path, record, before):
-    if not path or record == before or module.check_mode:
-        return
-    try:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        write_atomic(module, path, json.dumps(record, indent=1, sort_keys=True) + "\n", mode=0o644)
-    except OSError:
-        module.warn("could not record the MIG profiles in %s" % path)
-
-
-def reset_gpu(module, gpu):
-    smi = module.get_bin_path("nvidia-smi")
-    if not smi:
-        return False, "nvidia-smi is not installed: the GPU cannot be reset"
-    rc, out, err = module.run_command([smi, "-r", "-i", gpu["pci_bus_id"] or str(gpu["index"])],
-                                      environ_update={"LC_ALL": "C"})
-    return rc == 0, (out + err).strip()
+from ansible_collections.gpuops.nvidia.plugins.module_utils.host import records
+from ansible_collections.gpuops.nvidia.plugins.module_utils.mig import service
+from ansible_collections.gpuops.nvidia.plugins.module_utils.nvml import adapter as nvml
 
 
 def main():
@@ -258,51 +213,19 @@ def main():
             config=dict(type="dict"),
             config_name=dict(type="str", required=True),
             allow_gpu_reset=dict(type="bool", default=False),
-            profile_record=dict(type="str", default="/var/lib/gpuops-nvidia/mig-profiles.json"),
+            profile_record=dict(type="str", default=records.MIG_PROFILES),
+            host_root=dict(type="path", default="/"),
         ),
         mutually_exclusive=[("config_file", "config")],
         supports_check_mode=True,
     )
-    if not mig_nvml.HAS_PYNVML:
+    if not nvml.HAS_PYNVML:
         module.fail_json(msg=missing_required_lib("nvidia-ml-py (Python module pynvml)"),
-                         exception=mig_nvml.PYNVML_IMPORT_ERROR)
-    document = load_config(module)
-    name = module.params["config_name"]
-    errors = mig_config.config_errors(document) if document is not None else []
-    if errors:
-        module.fail_json(msg="MIG config: " + "; ".join(errors), changed=False)
-    pynvml = mig_nvml.pynvml
+                         exception=nvml.PYNVML_IMPORT_ERROR)
     try:
-        pynvml.nvmlInit()
-    except pynvml.NVMLError as exc:
-        module.fail_json(msg="NVML cannot be opened (%s): the NVIDIA driver must be loaded before MIG can be "
-                             "configured" % to_native(exc), changed=False)
-    try:
-        run(module, document, name)
-    finally:
-        try:
-            pynvml.nvmlShutdown()
-        except pynvml.NVMLError:
-            pass
-
-
-def run(module, document, name):
-    record_path = module.params["profile_record"]
-    record_before = mig_apply.read_record(record_path)
-    try:
-        if module.check_mode:
-            result, record = mig_apply.plan_only(document, name, record_before)
-            result["changed"] = not result["matches"]
-        else:
-            reset = (lambda gpu: reset_gpu(module, gpu)) if module.params["allow_gpu_reset"] else None
-            result, record = mig_apply.apply(document, name, record_before, reset=reset)
-    except mig_apply.ApplyError as exc:
-        if not module._diff:
-            exc.result.pop("diff", None)
+        result = service.run(module)
+    except service.MigError as exc:
         module.fail_json(msg=exc.message, **exc.result)
-    save_record(module, record_path, record, record_before)
-    if not module._diff:
-        result.pop("diff", None)
     module.exit_json(**result)
 
 

@@ -33,8 +33,9 @@ options:
   profile_record:
     description:
       - The record of MIG profiles the C(gpuops.nvidia.mig) module keeps. Empty string ignores it.
+      - A record an earlier release kept at C(/var/lib/gpuops-nvidia/mig-profiles.json) is read where it is.
     type: str
-    default: /var/lib/gpuops-nvidia/mig-profiles.json
+    default: /var/lib/gpuops/mig-profiles.json
 extends_documentation_fragment:
   - gpuops.nvidia.attributes.read_only
 seealso:
@@ -75,32 +76,23 @@ unknown:
 """
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
-from ansible.module_utils.common.text.converters import to_native
 
-from ansible_collections.gpuops.nvidia.plugins.module_utils.mig import apply as mig_apply
-from ansible_collections.gpuops.nvidia.plugins.module_utils.nvml import mig as mig_nvml
-from ansible_collections.gpuops.nvidia.plugins.module_utils.mig import plan as mig_plan
+from ansible_collections.gpuops.nvidia.plugins.module_utils.host import records
+from ansible_collections.gpuops.nvidia.plugins.module_utils.mig import service
+from ansible_collections.gpuops.nvidia.plugins.module_utils.nvml import adapter as nvml
 
 
 def main():
     module = AnsibleModule(argument_spec=dict(
-        profile_record=dict(type="str", default="/var/lib/gpuops-nvidia/mig-profiles.json")),
+        profile_record=dict(type="str", default=records.MIG_PROFILES)),
         supports_check_mode=True)
-    if not mig_nvml.HAS_PYNVML:
+    if not nvml.HAS_PYNVML:
         module.fail_json(msg=missing_required_lib("nvidia-ml-py (Python module pynvml)"),
-                         exception=mig_nvml.PYNVML_IMPORT_ERROR)
-    pynvml = mig_nvml.pynvml
+                         exception=nvml.PYNVML_IMPORT_ERROR)
     try:
-        pynvml.nvmlInit()
-    except pynvml.NVMLError as exc:
-        module.fail_json(msg="NVML cannot be opened (%s): the NVIDIA driver must be loaded" % to_native(exc))
-    try:
-        gpus, _record = mig_nvml.read_node(mig_apply.read_record(module.params["profile_record"]))
-    finally:
-        pynvml.nvmlShutdown()
-    config = mig_plan.named_layouts(gpus)
-    module.exit_json(changed=False, config=config, names=sorted(config["mig-configs"]),
-                     unknown=[g["index"] for g in gpus if g["mig_capable"] and g["profiles"] is None])
+        module.exit_json(**service.layouts(module))
+    except service.MigError as exc:
+        module.fail_json(msg=exc.message, **exc.result)
 
 
 if __name__ == "__main__":

@@ -90,7 +90,7 @@ def test_apply_idempotence_switching_and_disabling(mig, tmp_path, profile):
     assert second["changed"] is False and second["matches"] is True and second["done"] == []
     # now that the profiles are known, check mode checks the whole layout (no unvalidated GPUs)
     ahead = mig(profile, "four-three", doc, check_mode=True)
-    assert all(p["validated"] for p in ahead["plan"]["gpus"])
+    assert [p["validated"] for p in ahead["plan"]["gpus"]] == [True] * 8, ahead["plan"]["gpus"]
     # switching keeps the instances that still belong: the 1g instances of the balanced layout
     kept_before = {(d["gpu"], d["gpu_instance"]) for d in first["mig_devices"] if d["profile"].startswith("1g.")}
     switched = mig(profile, "all-1g", doc)
@@ -233,3 +233,59 @@ def test_same_layouts_as_mig_parted_and_no_more_mutations(lab, mig, tmp_path, pr
         n_ours = len(_mutations(ours_log)) - before_ours
         n_theirs = len(_mutations(theirs_log)) - before_theirs
         assert n_ours <= n_theirs, "%s: %d NVML mutations, mig-parted %d" % (name, n_ours, n_theirs)
+
+
+def test_a_profile_record_release_0_1_0_wrote_is_carried_over_and_used(lab, mig, tmp_path):
+    """Release 0.1.0 kept the MIG profile record at /var/lib/gpuops-nvidia/mig-profiles.json: the
+    next run finds it there, moves it to /var/lib/gpuops/mig-profiles.json and checks a layout for
+    GPUs whose MIG is off with it (without a record such GPUs are not validated)."""
+    doc = config(MODELS["hgx-h100"])
+    seed = tmp_path / "seed.json"  # a node of the same model that reported its profiles
+    mig("hgx-h100", "all-balanced", doc, profile_record=str(seed),
+        env={"GPUOPS_FAKE_NVML_STATE": str(tmp_path / "seed.state")})
+    record = json.loads(seed.read_text())
+    assert list(record) == ["0x233010DE"]
+    root = tmp_path / "root"
+    old = root / "var/lib/gpuops-nvidia/mig-profiles.json"
+    old.parent.mkdir(parents=True)
+    old.write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")  # as 0.1.0 wrote it
+    new = root / "var/lib/gpuops/mig-profiles.json"
+    unrecorded = mig("hgx-h100", "all-balanced", doc, check_mode=True, profile_record="", host_root=str(root))
+    assert not any(p["validated"] for p in unrecorded["plan"]["gpus"])
+    defaults = {"profile_record": "/var/lib/gpuops/mig-profiles.json", "host_root": str(root)}
+    # check mode reads it where it is and moves nothing
+    checked = mig("hgx-h100", "all-balanced", doc, check_mode=True, **defaults)
+    assert all(p["validated"] for p in checked["plan"]["gpus"])
+    assert old.exists() and not new.exists()
+    # a run moves it to the one records root
+    off = mig("hgx-h100", "all-disabled", doc, **defaults)
+    assert off["changed"] is False
+    assert not old.exists() and json.loads(new.read_text()) == record
+    again = mig("hgx-h100", "all-balanced", doc, check_mode=True, **defaults)
+    assert all(p["validated"] for p in again["plan"]["gpus"]) and again["matches"] is False
+
+
+def test_the_boot_time_applier_runs_from_the_files_the_role_copies(lab, tmp_path):
+    """gpuops-mig-apply as the mig role installs it (roles/mig/tasks/boot.yml's copy list, flat,
+    beside the applier), run without Ansible: every import resolves among the copies."""
+    import yaml  # pylint: disable=import-outside-toplevel
+    repo = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+    with open(os.path.join(repo, "roles/mig/tasks/boot.yml"), encoding="utf-8") as handle:
+        tasks = yaml.safe_load(handle)
+    copies = next(t["loop"] for t in tasks if t["name"] == "Install the collection's MIG code")
+    lib = tmp_path / "lib"
+    (lib / "mig").mkdir(parents=True)
+    for item in copies:
+        with open(os.path.join(repo, "plugins/module_utils", item["src"]), encoding="utf-8") as src:
+            (lib / "mig" / item["dest"]).write_text(src.read())
+    with open(os.path.join(repo, "roles/mig/files/gpuops-mig-apply"), encoding="utf-8") as src:
+        (lib / "gpuops-mig-apply").write_text(src.read())
+    cfg = tmp_path / "mig-config.yaml"
+    cfg.write_text(json.dumps(config(MODELS["hgx-h100"])))
+    applier = [os.sys.executable, str(lib / "gpuops-mig-apply"), str(cfg), "all-3g"]
+    proc = lab.run("hgx-h100", applier, check=False)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    result = json.loads(proc.stdout)
+    assert result["converged"] is True and layout(result) == {g: ["3g.40gb", "3g.40gb"] for g in range(8)}
+    again = lab.run("hgx-h100", applier)
+    assert json.loads(again.stdout)["changed"] is False

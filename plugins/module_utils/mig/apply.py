@@ -3,14 +3,14 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Applying a MIG config: plan, destroy and change modes, handle mode changes that wait for a
 GPU reset, read the node again, plan and create the instances, read back. Shared by the
-gpuops.nvidia.mig module and the boot-time applier the mig role installs (which runs this file
-with mig_config, mig_plan and mig_nvml next to it, without Ansible).
+gpuops.nvidia.mig module (through mig/service.py) and the boot-time applier the mig role installs
+(which runs this file with mig_config, mig_plan, mig_nvml, nvml_adapter and gpu_model next to it,
+without Ansible). Runs no command: a GPU reset is the caller's `reset`.
 
-NVML must be open (nvmlInit) around every call here."""
+NVML must be open (adapter.session()) around every call here."""
 
 from __future__ import annotations
 
-import json
 import os
 
 __metaclass__ = type
@@ -19,22 +19,12 @@ if os.environ.get("GPUOPS_MIG_STANDALONE") == "1":  # the boot-time applier: the
     import mig_config  # pylint: disable=import-error
     import mig_nvml  # pylint: disable=import-error
     import mig_plan  # pylint: disable=import-error
+    import nvml_adapter as nvml  # pylint: disable=import-error
 else:
     from ansible_collections.gpuops.nvidia.plugins.module_utils.mig import config as mig_config
     from ansible_collections.gpuops.nvidia.plugins.module_utils.nvml import mig as mig_nvml
     from ansible_collections.gpuops.nvidia.plugins.module_utils.mig import plan as mig_plan
-
-
-def read_record(path):
-    """The MIG profiles recorded on earlier runs ({PCI device id: profiles}); {} without one."""
-    if not path:
-        return {}
-    try:
-        with open(path, encoding="utf-8") as handle:
-            data = json.load(handle)
-        return data if isinstance(data, dict) else {}
-    except (OSError, ValueError):
-        return {}
+    from ansible_collections.gpuops.nvidia.plugins.module_utils.nvml import adapter as nvml
 
 
 class ApplyError(Exception):
@@ -80,7 +70,7 @@ def make_plan(document, name, gpus):
 def devices_of(indexes, gpus=None):
     """The MIG devices of these GPUs; `gpus`: the node's facts read just now, if there are any."""
     by_index = {g["index"]: g for g in gpus or []}
-    return [d for i in indexes for d in mig_nvml.mig_devices(i, by_index.get(i))]
+    return [d for i in indexes for d in nvml.mig_devices(i, by_index.get(i))]
 
 
 def plan_only(document, name, record=None):
@@ -93,7 +83,7 @@ def _plan_node(document, name, record):
     """(result, record, the node's GPU facts) of planning config `name` on the node as it is."""
     try:
         gpus, record = mig_nvml.read_node(record)
-    except mig_nvml.pynvml.NVMLError as exc:
+    except nvml.NvmlError as exc:
         raise ApplyError("NVML failed while reading the GPUs: %s; nothing was changed" % exc, {"changed": False})
     first, assignment = make_plan(document, name, gpus)
     result = {"changed": False, "matches": first["matches"], "plan": first, "done": [], "not_done": [],
@@ -114,7 +104,7 @@ def apply(document, name, record=None, reset=None):
         return result, record
     try:
         return _apply(document, name, record, reset, result, gpus)
-    except mig_nvml.pynvml.NVMLError as exc:
+    except nvml.NvmlError as exc:
         result["changed"] = bool(result["done"])
         raise ApplyError("MIG config %s: NVML failed: %s; done: %d step(s) (see done); run again to converge once "
                          "the cause is fixed" % (name, exc, len(result["done"])), result)
@@ -130,7 +120,7 @@ def _run(applier, steps, result, name, selected):
             result["not_done"] = steps[i:] + result["not_done"]
             try:
                 result["mig_devices"] = devices_of(selected)
-            except mig_nvml.pynvml.NVMLError:
+            except nvml.NvmlError:
                 pass
             raise ApplyError("MIG config %s: %s. Done: %d step(s); not done: %d (see done / not_done); run again to "
                              "converge once the cause is fixed" % (name, exc.message, len(result["done"]),
@@ -186,7 +176,7 @@ def _apply(document, name, record, reset, result, gpus):
     for gpu_index, status in sorted(applier.activation.items()):
         if status == 0:
             continue
-        now = mig_nvml.read_gpu(gpu_index)
+        now = nvml.mig_gpu(gpu_index)
         if now["mig_current"] == wanted_mode.get(gpu_index, now["mig_pending"]):
             continue  # applied since (a GPU turned on in step 0, then reset); a refused change stays waiting
         item = {"gpu": gpu_index, "uuid": now["uuid"], "activation": mig_nvml.error_name(status),
@@ -194,7 +184,7 @@ def _apply(document, name, record, reset, result, gpus):
         if reset is not None and not now["processes"]:
             ok, output = reset(by_index[gpu_index])
             result["done"].append({"gpu": gpu_index, "action": "reset_gpu", "ok": ok, "output": output})
-            now = mig_nvml.read_gpu(gpu_index)
+            now = nvml.mig_gpu(gpu_index)
             if ok and now["mig_current"] == wanted_mode.get(gpu_index, now["mig_pending"]):
                 continue
             item["reset_output"] = output

@@ -11,7 +11,7 @@ still fits around them; the allocator places the largest profiles first, trying 
 placements in order (NVIDIA's MIG guide: create larger profiles first; the driver's own
 automatic placement can strand a set that fits).
 
-Pure functions over plain data (the facts mig_nvml reads); no I/O.
+Pure functions over plain data (the facts nvml/adapter.mig_gpu reads); no I/O.
 
 A GPU's facts::
 

@@ -3,24 +3,39 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The one place that talks to NVML (through pynvml, from the nvidia-ml-py package).
 
-It opens NVML, reads plain-data snapshots (dicts of str/int/bool/list) and maps NVML's errors
-to the reasons operators know. Nothing here decides anything: health and planning live in their
-own pure module_utils."""
+It opens NVML (``session()``: every caller goes through it), reads plain-data snapshots (dicts
+of str/int/bool/list) and maps NVML's errors to this collection's own (``NvmlError``, with the
+reasons operators know). Nothing here decides anything: health and planning live in their own
+pure module_utils. The MIG mutations (nvml/mig.py) call NVML through ``call`` here.
+
+Read by every module that looks at GPUs, and copied flat (as nvml_adapter.py, with gpu/model.py
+as gpu_model.py) beside the boot-time MIG applier, which runs it without Ansible."""
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
+import os
 import traceback
 
 __metaclass__ = type
 
-from ansible_collections.gpuops.nvidia.plugins.module_utils.gpu.model import (
-    architecture_name,
-    clock_event_reason_names,
-    mib,
-    NVLINK_REMOTE_TYPES,
-    topology_path,
-)
+if os.environ.get("GPUOPS_MIG_STANDALONE") == "1":  # the boot-time applier: gpu/model.py copied beside this file
+    from gpu_model import (  # pylint: disable=import-error
+        architecture_name,
+        clock_event_reason_names,
+        mib,
+        NVLINK_REMOTE_TYPES,
+        topology_path,
+    )
+else:
+    from ansible_collections.gpuops.nvidia.plugins.module_utils.gpu.model import (
+        architecture_name,
+        clock_event_reason_names,
+        mib,
+        NVLINK_REMOTE_TYPES,
+        topology_path,
+    )
 
 try:
     import pynvml
@@ -32,12 +47,10 @@ except ImportError:
     PYNVML_IMPORT_ERROR = traceback.format_exc()
 
 # NVML return codes that matter here (stable values from nvml.h).
-_ERR_NOT_SUPPORTED = 3
+ERR_NOT_SUPPORTED = 3
 _ERR_NO_PERMISSION = 4
 _ERR_DRIVER_NOT_LOADED = 9
-_ERR_TIMEOUT = 10
 _ERR_LIBRARY_NOT_FOUND = 12
-_ERR_FUNCTION_NOT_FOUND = 13
 _ERR_GPU_IS_LOST = 15
 _ERR_LIB_RM_VERSION_MISMATCH = 18
 
@@ -48,41 +61,87 @@ _INIT_REASONS = {
     _ERR_NO_PERMISSION: "no_permission",
 }
 
+# nvmlDeviceSetMigMode's modes (NVML_DEVICE_MIG_DISABLE / _ENABLE)
+MIG_DISABLE = 0
+MIG_ENABLE = 1
+
 _XID_EVENT = 0x8  # nvmlEventTypeXidCriticalError
 _MAX_EVENTS = 256
 _GI_PROFILE_COUNT = 0x12  # NVML_GPU_INSTANCE_PROFILE_COUNT
 _CI_PROFILE_COUNT = 0x9  # NVML_COMPUTE_INSTANCE_PROFILE_COUNT
 _MAX_NVLINKS = 36
+_NO_INSTANCE = 0xFFFFFFFF  # a process's GPU/compute instance outside MIG
+
+
+class NvmlError(Exception):
+    """NVML failed. .message: NVML's words; .code: its return code (None without one);
+    .reason: set only when NVML could not be opened (library_not_found, driver_not_loaded,
+    version_mismatch, no_permission, nvml_error, bindings_missing)."""
+
+    def __init__(self, message, code=None, reason=None):
+        Exception.__init__(self, message)
+        self.message = message
+        self.code = code
+        self.reason = reason
 
 
 class GpuLost(Exception):
     """A GPU answered NVML_ERROR_GPU_IS_LOST."""
 
 
-class NvmlSession:
-    """nvmlInit ... nvmlShutdown as a context manager. `driver` tells whether it opened."""
-
-    def __init__(self):
-        self.driver = {"loaded": False, "reason": None, "message": None}
-
-    def __enter__(self):
+@contextlib.contextmanager
+def session():
+    """NVML open for the block: nvmlInit before, nvmlShutdown after (also on errors). NVML's
+    errors, opening it included, come out as NvmlError (with .reason when it could not be opened).
+    Sessions nest (NVML counts its openings)."""
+    if not HAS_PYNVML:
+        raise NvmlError("pynvml is not installed", reason="bindings_missing")
+    try:
+        pynvml.nvmlInit()
+    except pynvml.NVMLError as exc:
+        raise NvmlError(str(exc), exc.value, _INIT_REASONS.get(exc.value, "nvml_error")) from exc
+    try:
+        yield
+    except pynvml.NVMLError as exc:
+        raise NvmlError(str(exc), exc.value) from exc
+    finally:
         try:
-            pynvml.nvmlInit()
-        except pynvml.NVMLError as exc:
-            self.driver["reason"] = _INIT_REASONS.get(exc.value, "nvml_error")
-            self.driver["message"] = str(exc)
-            self.driver["nvml_error_code"] = exc.value
-            return self
-        self.driver["loaded"] = True
-        return self
+            pynvml.nvmlShutdown()
+        except pynvml.NVMLError:
+            pass
 
-    def __exit__(self, *exc_info):
-        if self.driver["loaded"]:
-            try:
-                pynvml.nvmlShutdown()
-            except pynvml.NVMLError:
-                pass
-        return False
+
+def _unopened(exc: NvmlError) -> dict:
+    """The driver as a failed opening of NVML tells it."""
+    driver = {"loaded": False, "reason": exc.reason, "message": exc.message}
+    if exc.code is not None:
+        driver["nvml_error_code"] = exc.code
+    return driver
+
+
+def call(name, *args):
+    """Call an NVML function by pynvml name; NvmlError when NVML refuses."""
+    try:
+        return getattr(pynvml, name)(*args)
+    except pynvml.NVMLError as exc:
+        raise NvmlError(str(exc), exc.value) from exc
+
+
+def quiet(name, *args):
+    """Call an NVML getter by pynvml name; None when NVML cannot answer (any error, a lost GPU
+    included) or the installed bindings lack the function."""
+    func = getattr(pynvml, name, None)
+    if func is None:
+        return None
+    try:
+        return func(*args)
+    except pynvml.NVMLError:
+        return None
+
+
+def placement(start: int, size: int):
+    """A GPU instance placement for nvmlDeviceCreateGpuInstanceWithPlacement."""
+    return pynvml.c_nvmlGpuInstancePlacement_t(start, size)
 
 
 def _call(name, *args):
@@ -99,7 +158,8 @@ def _call(name, *args):
         return None
 
 
-def _text(value):
+def text(value):
+    """NVML's bytes as str (pynvml returns either, by release)."""
     if isinstance(value, bytes):
         return value.decode("utf-8", errors="replace")
     return value
@@ -108,8 +168,8 @@ def _text(value):
 def _system_info() -> dict:
     cuda = _call("nvmlSystemGetCudaDriverVersion")
     return {
-        "version": _text(_call("nvmlSystemGetDriverVersion")),
-        "nvml_version": _text(_call("nvmlSystemGetNVMLVersion")),
+        "version": text(_call("nvmlSystemGetDriverVersion")),
+        "nvml_version": text(_call("nvmlSystemGetNVMLVersion")),
         "cuda_driver_version": ("%d.%d" % (cuda // 1000, (cuda % 1000) // 10)) if cuda else None,
     }
 
@@ -120,7 +180,7 @@ def _pci(handle) -> dict:
         return {}
     device_id = info.pciDeviceId
     return {
-        "bus_id": _text(info.busId).lower(),
+        "bus_id": text(info.busId).lower(),
         "device_id": "0x%04x" % (device_id >> 16),
         "vendor_id": "0x%04x" % (device_id & 0xFFFF),
         "pci_device_id": "0x%08X" % device_id,
@@ -163,7 +223,7 @@ def _nvlink(handle) -> dict:
             remote_type = _call("nvmlDeviceGetNvLinkRemoteDeviceType", handle, link)
             entry["remote_type"] = NVLINK_REMOTE_TYPES.get(remote_type, "unknown")
             remote = _call("nvmlDeviceGetNvLinkRemotePciInfo", handle, link)
-            entry["remote_bus_id"] = _text(remote.busId).lower() if remote is not None else None
+            entry["remote_bus_id"] = text(remote.busId).lower() if remote is not None else None
         links.append(entry)
     return {"links": links, "total": len(links), "active": sum(1 for x in links if x["active"])}
 
@@ -186,27 +246,46 @@ def _cpu_affinity(handle) -> str | None:
     return ",".join(ranges)
 
 
-def _profile_name(info) -> str | None:
+def profile_name(info) -> str | None:
     """'3g.40gb' from a GPU/compute instance profile info (bindings before the v2 structs have
     no name field). Profile INFO is queried by profile index; instances carry the profile ID."""
-    return _text(getattr(info, "name", b"")).replace("MIG ", "") or None
+    return text(getattr(info, "name", b"")).replace("MIG ", "") or None
 
 
-def _compute_instances(gpu_instance) -> list:
-    found = []
+def _gpu_instances(handle, get=_call):
+    """(profile index, profile info, GPU instance handle) of each GPU instance of a GPU whose MIG
+    is on. `get`: _call (a lost GPU raises GpuLost) or quiet."""
+    for index in range(_GI_PROFILE_COUNT):
+        info = get("nvmlDeviceGetGpuInstanceProfileInfo", handle, index)
+        if info is None:
+            continue
+        count = ctypes.c_uint(0)
+        array = (pynvml.c_nvmlGpuInstance_t * max(info.instanceCount, 1))()
+        if get("nvmlDeviceGetGpuInstances", handle, info.id, array, ctypes.byref(count)) is None:
+            continue
+        for i in range(count.value):
+            yield index, info, array[i]
+
+
+def _compute_instance_infos(gpu_instance, get=_call):
+    """(compute instance profile info, compute instance info) of each compute instance."""
     for index in range(_CI_PROFILE_COUNT):
-        info = _call("nvmlGpuInstanceGetComputeInstanceProfileInfo", gpu_instance, index, 0)
+        info = get("nvmlGpuInstanceGetComputeInstanceProfileInfo", gpu_instance, index, 0)
         if info is None:
             continue
         count = ctypes.c_uint(0)
         array = (pynvml.c_nvmlComputeInstance_t * max(info.instanceCount, 1))()
-        if _call("nvmlGpuInstanceGetComputeInstances", gpu_instance, info.id, array, ctypes.byref(count)) is None:
+        if get("nvmlGpuInstanceGetComputeInstances", gpu_instance, info.id, array, ctypes.byref(count)) is None:
             continue
         for i in range(count.value):
-            ci_info = _call("nvmlComputeInstanceGetInfo", array[i])
+            ci_info = get("nvmlComputeInstanceGetInfo", array[i])
             if ci_info is not None:
-                found.append({"id": ci_info.id, "profile_id": ci_info.profileId,
-                              "profile": _profile_name(info)})
+                yield info, ci_info
+
+
+def _compute_instances(gpu_instance) -> list:
+    found = [{"id": ci.id, "profile_id": ci.profileId, "profile": profile_name(info)}
+             for info, ci in _compute_instance_infos(gpu_instance)]
     return sorted(found, key=lambda c: c["id"])
 
 
@@ -218,25 +297,17 @@ def _mig(handle) -> dict:
               "gpu_instances": [], "devices": []}
     if not modes[0]:
         return result
-    for index in range(_GI_PROFILE_COUNT):
-        info = _call("nvmlDeviceGetGpuInstanceProfileInfo", handle, index)
-        if info is None:
+    for _index, info, gpu_instance in _gpu_instances(handle):
+        gi_info = _call("nvmlGpuInstanceGetInfo", gpu_instance)
+        if gi_info is None:
             continue
-        count = ctypes.c_uint(0)
-        array = (pynvml.c_nvmlGpuInstance_t * max(info.instanceCount, 1))()
-        if _call("nvmlDeviceGetGpuInstances", handle, info.id, array, ctypes.byref(count)) is None:
-            continue
-        for i in range(count.value):
-            gi_info = _call("nvmlGpuInstanceGetInfo", array[i])
-            if gi_info is None:
-                continue
-            result["gpu_instances"].append({
-                "id": gi_info.id,
-                "profile_id": gi_info.profileId,
-                "profile": _profile_name(info) or "profile-%d" % gi_info.profileId,
-                "placement": {"start": gi_info.placement.start, "size": gi_info.placement.size},
-                "compute_instances": _compute_instances(array[i]),
-            })
+        result["gpu_instances"].append({
+            "id": gi_info.id,
+            "profile_id": gi_info.profileId,
+            "profile": profile_name(info) or "profile-%d" % gi_info.profileId,
+            "placement": {"start": gi_info.placement.start, "size": gi_info.placement.size},
+            "compute_instances": _compute_instances(gpu_instance),
+        })
     result["gpu_instances"].sort(key=lambda g: g["id"])
     for index in range(_call("nvmlDeviceGetMaxMigDeviceCount", handle) or 0):
         mig_handle = _call("nvmlDeviceGetMigDeviceHandleByIndex", handle, index)
@@ -245,10 +316,10 @@ def _mig(handle) -> dict:
         memory = _call("nvmlDeviceGetMemoryInfo", mig_handle)
         result["devices"].append({
             "index": index,
-            "uuid": _text(_call("nvmlDeviceGetUUID", mig_handle)),
+            "uuid": text(_call("nvmlDeviceGetUUID", mig_handle)),
             "gpu_instance_id": _call("nvmlDeviceGetGpuInstanceId", mig_handle),
             "compute_instance_id": _call("nvmlDeviceGetComputeInstanceId", mig_handle),
-            "name": _text(_call("nvmlDeviceGetName", mig_handle)),
+            "name": text(_call("nvmlDeviceGetName", mig_handle)),
             "memory_total_mib": mib(memory.total) if memory is not None else None,
         })
     return result
@@ -279,11 +350,11 @@ def _device(index: int, handle) -> dict:
     return {
         "index": index,
         "lost": False,
-        "name": _text(_call("nvmlDeviceGetName", handle)),
-        "uuid": _text(_call("nvmlDeviceGetUUID", handle)),
-        "serial": _text(_call("nvmlDeviceGetSerial", handle)),
-        "board_part_number": _text(_call("nvmlDeviceGetBoardPartNumber", handle)),
-        "vbios_version": _text(_call("nvmlDeviceGetVbiosVersion", handle)),
+        "name": text(_call("nvmlDeviceGetName", handle)),
+        "uuid": text(_call("nvmlDeviceGetUUID", handle)),
+        "serial": text(_call("nvmlDeviceGetSerial", handle)),
+        "board_part_number": text(_call("nvmlDeviceGetBoardPartNumber", handle)),
+        "vbios_version": text(_call("nvmlDeviceGetVbiosVersion", handle)),
         "minor_number": _call("nvmlDeviceGetMinorNumber", handle),
         "pci": _pci(handle),
         "compute_capability": ("%d.%d" % cc) if cc else None,
@@ -384,41 +455,151 @@ def _listen_for_xids(handles: list, wait_ms: int) -> list:
 def read_driver() -> dict:
     """The driver as NVML sees it, without reading any GPU: {'loaded', 'reason', 'message',
     'version', ...}. Without the bindings: loaded False, reason bindings_missing."""
-    if not HAS_PYNVML:
-        return {"loaded": False, "reason": "bindings_missing", "message": "pynvml is not installed", "version": None}
-    with NvmlSession() as session:
-        driver = session.driver
-        driver.update(_system_info() if driver["loaded"] else {"version": None})
-        return driver
+    try:
+        with session():
+            return dict({"loaded": True, "reason": None, "message": None}, **_system_info())
+    except NvmlError as exc:
+        if exc.reason is None:
+            raise
+        return dict(_unopened(exc), version=None)
 
 
 def read_node(xid_wait_ms: int = 0) -> dict:
     """Snapshot of the node as NVML sees it: {'driver': {...}, 'gpus': [...], 'topology': [...]}.
 
     Never raises for driver problems: the driver dict says why NVML is unavailable."""
-    with NvmlSession() as session:
-        driver = session.driver
-        if not driver["loaded"]:
-            return {"driver": driver, "gpus": [], "topology": []}
-        driver.update(_system_info())
-        count = pynvml.nvmlDeviceGetCount()
-        gpus, handles = [], []
-        for index in range(count):
-            try:
-                handle = pynvml.nvmlDeviceGetHandleByIndex(index)
-            except pynvml.NVMLError as exc:
-                # GPU_IS_LOST, or another error (UNKNOWN, INSUFFICIENT_POWER, ...): either way NVML
-                # cannot describe the GPU, so it is reported as unreachable, never as a new GPU
-                gpus.append({"index": index, "lost": True, "name": None, "uuid": None, "pci": {}, "xids": [],
-                             "error": None if exc.value == _ERR_GPU_IS_LOST else str(exc)})
-                continue
-            try:
-                gpus.append(_device(index, handle))
-                handles.append((index, handle))
-            except GpuLost:
-                gpus.append(_lost_device(index, handle))
-        by_index = {gpu["index"]: gpu for gpu in gpus}
-        for index, xid in _listen_for_xids(handles, xid_wait_ms):
-            if index in by_index:
-                by_index[index]["xids"].append(xid)
-        return {"driver": driver, "gpus": gpus, "topology": _topology(handles)}
+    try:
+        with session():
+            return _read_node(xid_wait_ms)
+    except NvmlError as exc:
+        if exc.reason is None:
+            raise
+        return {"driver": _unopened(exc), "gpus": [], "topology": []}
+
+
+def _read_node(xid_wait_ms: int) -> dict:
+    driver = dict({"loaded": True, "reason": None, "message": None}, **_system_info())
+    count = pynvml.nvmlDeviceGetCount()
+    gpus, handles = [], []
+    for index in range(count):
+        try:
+            handle = pynvml.nvmlDeviceGetHandleByIndex(index)
+        except pynvml.NVMLError as exc:
+            # GPU_IS_LOST, or another error (UNKNOWN, INSUFFICIENT_POWER, ...): either way NVML
+            # cannot describe the GPU, so it is reported as unreachable, never as a new GPU
+            gpus.append({"index": index, "lost": True, "name": None, "uuid": None, "pci": {}, "xids": [],
+                         "error": None if exc.value == _ERR_GPU_IS_LOST else str(exc)})
+            continue
+        try:
+            gpus.append(_device(index, handle))
+            handles.append((index, handle))
+        except GpuLost:
+            gpus.append(_lost_device(index, handle))
+    by_index = {gpu["index"]: gpu for gpu in gpus}
+    for index, xid in _listen_for_xids(handles, xid_wait_ms):
+        if index in by_index:
+            by_index[index]["xids"].append(xid)
+    return {"driver": driver, "gpus": gpus, "topology": _topology(handles)}
+
+
+# MIG facts as the planner (mig/plan.py) reads them; NVML must be open (session()). NVML reports
+# a GPU's profiles only while its MIG is on.
+
+def _placements(handle, profile_id) -> list:
+    n = ctypes.c_uint(0)
+    try:  # the number first (placements NULL), then the placements
+        pynvml.nvmlDeviceGetGpuInstancePossiblePlacements(handle, profile_id, None, ctypes.byref(n))
+        array = (pynvml.c_nvmlGpuInstancePlacement_t * max(n.value, 1))()
+        pynvml.nvmlDeviceGetGpuInstancePossiblePlacements(handle, profile_id, array, ctypes.byref(n))
+    except pynvml.NVMLError:
+        return []
+    return [[array[i].start, array[i].size] for i in range(n.value)]
+
+
+def _mig_profiles(handle) -> dict:
+    """{name: {id, index, slices, count, memory_mib, placements}} as the GPU reports them (MIG on)."""
+    found = {}
+    for index in range(_GI_PROFILE_COUNT):
+        info = quiet("nvmlDeviceGetGpuInstanceProfileInfo", handle, index)
+        if info is None:
+            continue
+        name = profile_name(info) or "profile-%d" % info.id
+        found[name] = {"id": info.id, "index": index, "slices": info.sliceCount, "count": info.instanceCount,
+                       "memory_mib": int(info.memorySizeMB), "placements": _placements(handle, info.id)}
+    return found
+
+
+def _processes(handle) -> list:
+    procs = []
+    for getter, kind in (("nvmlDeviceGetComputeRunningProcesses", "compute"),
+                         ("nvmlDeviceGetGraphicsRunningProcesses", "graphics")):
+        for p in quiet(getter, handle) or []:
+            name = quiet("nvmlSystemGetProcessName", p.pid)
+            gi = getattr(p, "gpuInstanceId", _NO_INSTANCE)
+            ci = getattr(p, "computeInstanceId", _NO_INSTANCE)
+            procs.append({"pid": p.pid, "name": text(name) if name else None, "kind": kind,
+                          "gpu_instance": None if gi == _NO_INSTANCE else gi,
+                          "compute_instance": None if ci == _NO_INSTANCE else ci})
+    return procs
+
+
+def mig_gpu(index: int) -> dict:
+    """One GPU's MIG facts (the planner's GPU shape, see mig/plan.py): mode, the profiles it
+    reports (None while MIG is off), its GPU and compute instances with their placements, and the
+    processes on it. NvmlError when NVML has no such GPU."""
+    handle = call("nvmlDeviceGetHandleByIndex", index)
+    pci = quiet("nvmlDeviceGetPciInfo", handle)
+    gpu = {"index": index, "uuid": text(quiet("nvmlDeviceGetUUID", handle)),
+           "name": text(quiet("nvmlDeviceGetName", handle)),
+           "pci_device_id": pci.pciDeviceId if pci is not None else None,
+           "pci_bus_id": text(pci.busId) if pci is not None else None,
+           "mig_capable": False, "mig_current": False, "mig_pending": False, "profiles": None,
+           "gpu_instances": [], "processes": _processes(handle)}
+    modes = quiet("nvmlDeviceGetMigMode", handle)
+    if modes is None:
+        return gpu
+    gpu.update(mig_capable=True, mig_current=bool(modes[0]), mig_pending=bool(modes[1]))
+    if not modes[0]:
+        return gpu
+    profiles = _mig_profiles(handle)
+    gpu["profiles"] = profiles
+    by_id = {p["id"]: n for n, p in profiles.items()}
+    for _index, _info, gpu_instance in _gpu_instances(handle, quiet):
+        info = quiet("nvmlGpuInstanceGetInfo", gpu_instance)
+        if info is None:
+            continue
+        gpu["gpu_instances"].append({
+            "id": info.id, "profile_id": info.profileId,
+            "profile": by_id.get(info.profileId, "profile-%d" % info.profileId),
+            "placement": [info.placement.start, info.placement.size],
+            "compute_instances": sorted(({"id": ci.id, "profile_id": ci.profileId, "slices": ci_profile.sliceCount,
+                                          "placement": [ci.placement.start, ci.placement.size]}
+                                         for ci_profile, ci in _compute_instance_infos(gpu_instance, quiet)),
+                                        key=lambda c: c["id"])})
+    gpu["gpu_instances"].sort(key=lambda g: g["id"])
+    return gpu
+
+
+def mig_gpus() -> list:
+    """Every GPU's MIG facts (mig_gpu)."""
+    return [mig_gpu(index) for index in range(call("nvmlDeviceGetCount"))]
+
+
+def mig_devices(gpu_index: int, gpu: dict | None = None) -> list:
+    """The MIG devices of a GPU: GPU/compute instance ids, profile, placement, UUID. `gpu`: its
+    facts as mig_gpu read them just now (else they are read)."""
+    handle = call("nvmlDeviceGetHandleByIndex", gpu_index)
+    gpu = gpu or mig_gpu(gpu_index)
+    placements = {gi["id"]: gi for gi in gpu["gpu_instances"]}
+    out = []
+    for i in range(quiet("nvmlDeviceGetMaxMigDeviceCount", handle) or 0):
+        mig = quiet("nvmlDeviceGetMigDeviceHandleByIndex", handle, i)
+        if mig is None:
+            continue
+        gi_id = quiet("nvmlDeviceGetGpuInstanceId", mig)
+        gi = placements.get(gi_id, {})
+        out.append({"gpu": gpu_index, "gpu_instance": gi_id,
+                    "compute_instance": quiet("nvmlDeviceGetComputeInstanceId", mig),
+                    "profile": gi.get("profile"), "placement": gi.get("placement"),
+                    "uuid": text(quiet("nvmlDeviceGetUUID", mig))})
+    return sorted(out, key=lambda d: (d["gpu_instance"] or 0, d["compute_instance"] or 0))

@@ -13,7 +13,7 @@ import json
 import pytest
 
 from ansible_collections.gpuops.nvidia.plugins.module_utils.mig import cluster as mig_cluster
-from ansible_collections.gpuops.nvidia.plugins.module_utils.k8s.node_labels import apply_patch
+from ansible_collections.gpuops.nvidia.tests.unit.plugins.module_utils.k8s.json_patch import apply_patch
 
 DP, GFD, DCGM = ("nvidia.com/gpu.deploy." + o for o in ("device-plugin", "gpu-feature-discovery", "dcgm-exporter"))
 HOST = {"kubernetes.io/hostname": "n1"}

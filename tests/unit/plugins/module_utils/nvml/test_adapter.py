@@ -183,3 +183,50 @@ def test_mig_layout(node):
     assert {dev["gpu_instance_id"] for dev in mig["devices"]} == {gi["id"] for gi in mig["gpu_instances"]}
     # The other GPUs are untouched.
     assert gpus[0]["mig"]["current"] is False
+
+
+@pytest.mark.parametrize("code, reason", [
+    (pynvml.NVML_ERROR_LIBRARY_NOT_FOUND, "library_not_found"),
+    (pynvml.NVML_ERROR_DRIVER_NOT_LOADED, "driver_not_loaded"),
+    (pynvml.NVML_ERROR_LIB_RM_VERSION_MISMATCH, "version_mismatch"),
+    (pynvml.NVML_ERROR_NO_PERMISSION, "no_permission"),
+    (pynvml.NVML_ERROR_UNKNOWN, "nvml_error"),
+])
+def test_a_session_that_cannot_open_says_why(monkeypatch, code, reason):
+    def refuse():
+        raise pynvml.NVMLError(code)
+    monkeypatch.setattr(pynvml, "nvmlInit", refuse)
+    with pytest.raises(nvml.NvmlError) as err:
+        with nvml.session():
+            pytest.fail("the block runs only with NVML open")
+    assert (err.value.reason, err.value.code) == (reason, code) and err.value.message
+
+
+def test_a_session_maps_nvml_errors_and_always_shuts_down(node, monkeypatch):
+    node("hgx-h100")
+    shutdowns = []
+    real = pynvml.nvmlShutdown
+    monkeypatch.setattr(pynvml, "nvmlShutdown", lambda: shutdowns.append(real()))
+    with pytest.raises(nvml.NvmlError) as err:
+        with nvml.session():
+            pynvml.nvmlDeviceGetHandleByIndex(99)
+    assert err.value.reason is None and err.value.code == pynvml.NVML_ERROR_INVALID_ARGUMENT
+    with pytest.raises(nvml.NvmlError):
+        with nvml.session():
+            nvml.call("nvmlDeviceGetHandleByIndex", 99)
+    with nvml.session():
+        assert nvml.call("nvmlDeviceGetCount") == 8
+        assert nvml.quiet("nvmlDeviceGetHandleByIndex", 99) is None
+        assert nvml.quiet("nvmlNoSuchFunction") is None
+    assert len(shutdowns) == 3
+
+
+def test_without_bindings_no_session_opens(monkeypatch):
+    monkeypatch.setattr(nvml, "HAS_PYNVML", False)
+    with pytest.raises(nvml.NvmlError) as err:
+        with nvml.session():
+            pytest.fail("the block runs only with NVML open")
+    assert err.value.reason == "bindings_missing"
+    assert nvml.read_driver() == {"loaded": False, "reason": "bindings_missing", "message": "pynvml is not installed",
+                                  "version": None}
+    assert nvml.read_node()["driver"]["reason"] == "bindings_missing"
