@@ -148,36 +148,11 @@ dkms:
   elements: dict
 """
 
-import json
-
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpuops.nvidia.plugins.module_utils.host import commands
-from ansible_collections.gpuops.nvidia.plugins.module_utils.host import driver_state
-from ansible_collections.gpuops.nvidia.plugins.module_utils.host import files
-from ansible_collections.gpuops.nvidia.plugins.module_utils.host import kernel
-from ansible_collections.gpuops.nvidia.plugins.module_utils.nvml import adapter as nvml
-
-
-def _verify(module, result: dict, wanted: int) -> None:
-    """A ready driver must answer through NVML with the installed version and see the GPUs."""
-    if not nvml.HAS_PYNVML:
-        module.fail_json(msg="verify_gpus needs the NVML Python bindings (nvidia-ml-py, Python module pynvml) on the node",
-                         **result)
-    node = nvml.read_node()
-    driver, count = node["driver"], len(node["gpus"])
-    result["gpus_seen"] = count
-    if not driver.get("loaded") or driver.get("version") != result["installed_version"] or count < wanted:
-        module.fail_json(msg="the driver is loaded but NVML reports %s with %d GPU(s); expected %s with %d"
-                             % (driver.get("version") or "no driver", count, result["installed_version"], wanted),
-                         **result)
-
-
-def _record(module, result: dict, path: str, keys: list) -> None:
-    after = json.dumps({key: result.get(key) for key in keys}, indent=2, sort_keys=True) + "\n"
-    before = files.read_text(path)
-    if before != after:
-        files.write_record(module, result, path, "driver state record", before, after)
+from ansible_collections.gpuops.nvidia.plugins.module_utils.host import records
+from ansible_collections.gpuops.nvidia.plugins.module_utils.report import driver_status as status
 
 
 def main():
@@ -194,33 +169,17 @@ def main():
         supports_check_mode=True,
     )
     params = module.params
-    root = params["host_root"]
-    packages, held = driver_state.read_installed(root, lambda argv: commands.output(module, argv))
-    installed, source = driver_state.installed_driver_version(packages)
-    loaded = kernel.loaded_module(root)
-    # Where procfs/sysfs do not show the module (a container sees the host's, or none), NVML
-    # tells which driver answers.
-    not_asked = {"loaded": False, "version": None, "reason": "not asked"}
-    through_nvml = nvml.read_driver() if params["nvml"] else not_asked
-    version = loaded["version"] or (through_nvml["version"] if through_nvml["loaded"] else None)
-    loading = kernel.module_loading(root)
-    decision = driver_state.decide(installed, version, loading["possible"], loading["reason"])
-    result = dict(
-        changed=False,
-        installed_version=installed,
-        installed_from=source,
-        loaded_version=version,
-        kernel_module=loaded,
-        nvml={key: through_nvml.get(key) for key in ("loaded", "version", "reason", "message")},
-        packages=packages,
-        held=held,
-        dkms=driver_state.read_dkms_tree(root),
-        **decision
-    )
+    try:
+        before = status.read_record(params["record"])
+    except records.RecordError as exc:
+        module.fail_json(msg="%s; nothing was changed" % exc)
+    result = status.read(params["host_root"], params["nvml"], lambda argv: commands.output(module, argv))
     if params["verify_gpus"] >= 0 and result["state"] == "ready":
-        _verify(module, result, params["verify_gpus"])
+        problem = status.verify(result, params["verify_gpus"])
+        if problem:
+            module.fail_json(msg=problem, **result)
     if params["record"]:
-        _record(module, result, params["record"], params["record_keys"])
+        status.write_record(module, result, params["record"], params["record_keys"], before)
     module.exit_json(**result)
 
 

@@ -178,40 +178,11 @@ ansible_facts:
   type: dict
 """
 
-import datetime
-import json
-import os
-
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
-from ansible_collections.gpuops.nvidia.plugins.module_utils.host import files
-from ansible_collections.gpuops.nvidia.plugins.module_utils.report import findings
-from ansible_collections.gpuops.nvidia.plugins.module_utils.report import gpu_facts
-from ansible_collections.gpuops.nvidia.plugins.module_utils.report import inventory as gpu_inventory
-from ansible_collections.gpuops.nvidia.plugins.module_utils.report import health
+from ansible_collections.gpuops.nvidia.plugins.module_utils.host import records
 from ansible_collections.gpuops.nvidia.plugins.module_utils.nvml import adapter as nvml
-from ansible_collections.gpuops.nvidia.plugins.module_utils.report import lines as report
-
-
-def _now() -> str:
-    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def _boot_id(host_root: str) -> str | None:
-    text = files.read_text(os.path.join(host_root, "proc/sys/kernel/random/boot_id"))
-    return text.strip() if text else None
-
-
-def _previous(module, path: str) -> tuple:
-    text = files.read_text(path)
-    if text is None:
-        return None, None
-    try:
-        record = json.loads(text)
-        gpu_inventory.previous_gpus(record)
-    except (ValueError, gpu_inventory.RecordError) as exc:
-        module.fail_json(msg="cannot read the GPU inventory record %s: %s; nothing was changed" % (path, exc))
-    return text, record
+from ansible_collections.gpuops.nvidia.plugins.module_utils.report import node_report
 
 
 def main():
@@ -233,42 +204,13 @@ def main():
     if not nvml.HAS_PYNVML:
         module.fail_json(msg=missing_required_lib("nvidia-ml-py (Python module pynvml)"),
                          exception=nvml.PYNVML_IMPORT_ERROR)
-    params = module.params
-    if params["xid_wait_ms"] < 0:
+    if module.params["xid_wait_ms"] < 0:
         module.fail_json(msg="xid_wait_ms must be 0 (off) or a positive number of milliseconds, "
-                             "got %d" % params["xid_wait_ms"])
-    path = params["path"] or ""
-    before, previous = _previous(module, path) if path else (None, None)
-
-    info = gpu_facts.gather(host_root=params["host_root"], xid_wait_ms=params["xid_wait_ms"],
-                            kernel_log=params["kernel_log"])
-    result = dict(info, changed=False, changes=[], record=None)
-    if path:
-        host = params["host"] or os.uname()[1]
-        record, events = gpu_inventory.merge(previous, info, host=host, now=_now(),
-                                             boot_id=_boot_id(params["host_root"]))
-        after = json.dumps(record, indent=2, sort_keys=True) + "\n"
-        known = gpu_inventory.identities(record, info["gpus"])
-        missing = [entry for entry in record["gpus"] if entry.get("state") == "missing"]
-        if missing and info["driver"].get("loaded"):
-            # GPUs NVML no longer lists at all: errors too, with the identity the record kept
-            info["health"] = findings.ordered(info["health"] + health.missing_findings(record))
-            summary = health.summarize(info["health"])
-            info.update(healthy=summary["healthy"], health_counts=summary["counts"], missing_gpus=missing)
-            result.update(info)
-        result.update(record=record, changes=events)
-        if previous is None or record["updated"] != previous.get("updated"):
-            files.write_record(module, result, path, "GPU inventory record", before, after)
-    else:
-        known = gpu_inventory.identities(None, info["gpus"])
-    result["verdict"] = health.verdict(info["health"], known)
-    result["lines"] = report.lines(info, result["verdict"], result["changes"], known)
-    if params["as_facts"]:
-        result["ansible_facts"] = {
-            "gpuops_nvidia": dict(info, verdict=result["verdict"], inventory_changes=result["changes"]),
-            # the report's own verdict and changes, which a later gpu_info (node labels, the
-            # validation) that refreshes gpuops_nvidia leaves alone
-            "gpuops_gpu_report": {"verdict": result["verdict"], "inventory_changes": result["changes"]}}
+                             "got %d" % module.params["xid_wait_ms"])
+    try:
+        result = node_report.report(module, module.params)
+    except records.RecordError as exc:
+        module.fail_json(msg="%s; nothing was changed" % exc)
     module.exit_json(**result)
 
 

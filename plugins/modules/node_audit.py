@@ -128,95 +128,10 @@ facts:
   sample: {driver: 580.95.05, toolkit: 1.18.0, runtime: containerd 1.7.24, kernel: 6.1.0-40-amd64, gpu_models: [NVIDIA H100 80GB HBM3]}
 """
 
-import json
-import os
-
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpuops.nvidia.plugins.module_utils.host import commands
-from ansible_collections.gpuops.nvidia.plugins.module_utils.host import driver_state
+from ansible_collections.gpuops.nvidia.plugins.module_utils.report import audit
 from ansible_collections.gpuops.nvidia.plugins.module_utils.report import drift
-from ansible_collections.gpuops.nvidia.plugins.module_utils.host import files
-from ansible_collections.gpuops.nvidia.plugins.module_utils.report import gpu_facts
-from ansible_collections.gpuops.nvidia.plugins.module_utils.report import inventory as gpu_inventory
-from ansible_collections.gpuops.nvidia.plugins.module_utils.report import health
-from ansible_collections.gpuops.nvidia.plugins.module_utils.host import kernel
-from ansible_collections.gpuops.nvidia.plugins.module_utils.nvml import adapter as nvml
-from ansible_collections.gpuops.nvidia.plugins.module_utils.runtime import detect
-
-CONFIGS = {
-    "containerd": ("/etc/containerd/config.toml", "/etc/containerd/conf.d"),
-    "crio": ("/etc/crio/crio.conf", "/etc/crio/crio.conf.d"),
-    "docker": ("/etc/docker/daemon.json", None),
-}
-
-
-def _under(root, path):
-    return os.path.join(root, path.lstrip("/"))
-
-
-def _texts(root, main, directory):
-    texts = {}
-    text = files.read_text(_under(root, main))
-    if text is not None:
-        texts[main] = text
-    if directory and os.path.isdir(_under(root, directory)):
-        for name in sorted(os.listdir(_under(root, directory))):
-            if name.endswith((".toml", ".conf")):
-                texts[os.path.join(directory, name)] = files.read_text(_under(root, os.path.join(directory, name))) or ""
-    return texts
-
-
-def _json(text):
-    try:
-        data = json.loads(text) if text else {}
-    except ValueError:
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
-def _runtime(module, requested, root):
-    installed, active = {}, []
-    systemctl = module.get_bin_path("systemctl")
-    for runtime in detect.RUNTIMES:
-        binary = module.get_bin_path(detect.BINARIES[runtime], opt_dirs=["/usr/local/bin", "/usr/bin", "/usr/sbin"])
-        if systemctl and commands.output(module, [systemctl, "is-active", detect.SERVICES[runtime]]).strip() == "active":
-            active.append(runtime)
-        if binary:
-            installed[runtime] = detect.parse_version(commands.output(module, [binary, "--version"]))
-    endpoint, source = detect.kubelet_endpoint(root)
-    choice = detect.choose(requested, installed, active, endpoint, source)
-    return choice["runtime"], installed.get(choice["runtime"])
-
-
-def _runtime_items(module, params, root):
-    runtime, version = _runtime(module, params["runtime"], root)
-    if not runtime:
-        return [drift.item("container runtime", "installed", "none found", False,
-                           "install the container runtime the kubelet uses")], None
-    cdi = params["cdi"] == "true" or (params["cdi"] == "auto" and bool(detect.cdi_supported(runtime, version)))
-    main, directory = CONFIGS[runtime]
-    if runtime == "containerd":
-        found = drift.containerd_items(_texts(root, main, directory), params["runtime_name"], cdi)
-    elif runtime == "docker":
-        found = drift.docker_items(files.read_text(_under(root, main)), params["runtime_name"], cdi)
-    else:
-        found = drift.crio_items(_texts(root, main, directory), params["runtime_name"])
-    return found, "%s %s" % (runtime, ".".join(map(str, version)) if version else "?")
-
-
-def _mig_item(params, root):
-    from ansible_collections.gpuops.nvidia.plugins.module_utils.mig import apply as mig_apply
-    try:
-        import yaml  # pylint: disable=import-outside-toplevel
-        with open(_under(root, params["mig_config_file"]), encoding="utf-8") as handle:
-            document = yaml.safe_load(handle)
-        result, _record = mig_apply.plan_only(document, params["mig_config_name"])
-    except (OSError, ImportError) as exc:
-        return drift.mig_item(params["mig_config_name"], None, "config not readable: %s" % exc)
-    except mig_apply.ApplyError as exc:
-        return drift.mig_item(params["mig_config_name"], None, exc.message)
-    return drift.mig_item(params["mig_config_name"], result["plan"])
 
 
 def main():
@@ -239,61 +154,11 @@ def main():
         ),
         supports_check_mode=True,
     )
-    params = module.params
-    root = params["host_root"]
-    items, facts = [], {}
-
-    info = gpu_facts.gather(host_root=root, xid_wait_ms=0, kernel_log=False) if nvml.HAS_PYNVML else None
-    packages, held = driver_state.read_installed(root, lambda argv: commands.output(module, argv))
-    installed, _source = driver_state.installed_driver_version(packages)
-    # where procfs/sysfs do not show the module (in a container), NVML tells which driver answers
-    loaded = kernel.loaded_module(root)["version"] or ((info or {}).get("driver") or {}).get("version")
-    record = _json(files.read_text(_under(root, params["driver_record"])))
-    holdable = drift.held_packages(record.get("requires") or [], set(packages))
-    items += drift.driver_items(installed, loaded, held, holdable, files.read_text(_under(root, params["driver_pin_file"])),
-                                params["driver_version"], params["driver_branch"], params["driver_hold"])
-    facts["driver"] = loaded or installed
-
-    status = driver_state.read_dpkg_status(root) or {}
-    toolkit = status.get("nvidia-container-toolkit") or {}
-    toolkit_version = driver_state.upstream_version(toolkit["version"]) if toolkit.get("installed") else None
-    items.append(drift.toolkit_item(toolkit_version, params["toolkit_version"]))
-    facts["toolkit"] = toolkit_version
-
-    if params["runtime"] != "none":
-        try:
-            found, facts["runtime"] = _runtime_items(module, params, root)
-        except drift.NoTomlParser as exc:
-            module.fail_json(msg=str(exc))
-        items += found
-    facts["kernel"] = os.uname()[2] if root == "/" else None
-
-    if info is not None:
-        facts["gpu_models"] = sorted({gpu.get("name") or "unknown (lost)" for gpu in info["gpus"]})
-        events, node_verdict = [], info["verdict"]
-        if params["inventory_path"]:
-            text = files.read_text(_under(root, params["inventory_path"]))
-            try:
-                previous = json.loads(text) if text else None
-                record, events = gpu_inventory.merge(previous, info, host="", now="now")
-                # GPUs the record knows that NVML no longer lists are errors too
-                node_verdict = health.verdict(info["health"] + health.missing_findings(record),
-                                              gpu_inventory.identities(record, info["gpus"]))
-            except (ValueError, gpu_inventory.RecordError):
-                events = []
-        items += drift.hardware_items(node_verdict if info["driver"]["loaded"] else None, events)
-        if params["cdi_spec_dirs"] and info["driver"]["loaded"]:
-            from ansible_collections.gpuops.nvidia.plugins.module_utils.runtime import cdi
-            if cdi.HAS_YAML:
-                specs, problems = cdi.read_specs(params["cdi_spec_dirs"], root)
-                items.append(drift.cdi_item(cdi.check(specs, problems, info["gpus"])))
-        if params["mig_config_name"] and info["driver"]["loaded"]:
-            items.append(_mig_item(params, root))
-            facts["mig_layout"] = params["mig_config_name"] if items[-1]["ok"] else items[-1]["actual"]
-    expected = {"driver": params["driver_version"] or params["driver_branch"] or None,
-                "toolkit": params["toolkit_version"] or None}
-    module.exit_json(changed=False, items=items, drifted=any(not i["ok"] for i in items), facts=facts,
-                     expected=expected)
+    try:
+        result = audit.audit(module, module.params)
+    except drift.NoTomlParser as exc:
+        module.fail_json(msg=str(exc))
+    module.exit_json(**result)
 
 
 if __name__ == "__main__":

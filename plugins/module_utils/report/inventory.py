@@ -49,6 +49,23 @@ def _same_gpu(old: dict, gpu: dict) -> bool:
     return bool(old.get("uuid")) and old.get("uuid") == gpu.get("uuid")
 
 
+def check_shape(record: dict) -> None:
+    """A record of the inventory's schema whose GPU entries or events are not lists of objects
+    raises RecordError."""
+    for key in ("gpus", "events"):
+        value = record.get(key) or []
+        if not isinstance(value, list) or not all(isinstance(entry, dict) for entry in value):
+            raise RecordError("its %s is %s where a list of objects was expected; move it away or set "
+                              "gpu_report_inventory_path to another file" % (key, _kind(value)))
+
+
+def _kind(value) -> str:
+    if isinstance(value, list):
+        return "a list holding %s" % ", ".join(sorted({_kind(entry) for entry in value if not isinstance(entry, dict)}))
+    return {dict: "an object", str: "a string", int: "a number", float: "a number", bool: "a boolean"}.get(
+        type(value), type(value).__name__)
+
+
 def previous_gpus(record: dict | None) -> list:
     """The GPU entries of a previous record (v1 or v2), with their slot and state."""
     if not record:
@@ -57,6 +74,7 @@ def previous_gpus(record: dict | None) -> list:
         raise RecordError("not a gpuops.nvidia GPU inventory record (schema %r); move it away or set "
                           "gpu_report_inventory_path to another file" % (record or {}).get("schema")
                           if isinstance(record, dict) else "the record is not a JSON object")
+    check_shape(record)
     result = []
     for entry in record.get("gpus") or []:
         entry = dict(entry)

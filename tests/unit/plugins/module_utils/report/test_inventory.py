@@ -134,3 +134,14 @@ def test_events_are_bounded():
     record["events"] = [{"event": "gpu_added", "n": n} for n in range(inv.MAX_EVENTS)]
     after, _events = inv.merge(record, snapshot(lost(0, "00000000:18:00.0")), host="n", now=T2)
     assert len(after["events"]) == inv.MAX_EVENTS and after["events"][-1]["event"] == "gpu_lost"
+
+
+@pytest.mark.parametrize("changes, problem", [
+    ({"gpus": 3}, "its gpus is a number where a list of objects"),
+    ({"gpus": ["GPU 0"]}, "its gpus is a list holding a string where"),
+    ({"events": "none"}, "its events is a string where a list of objects"),
+])
+def test_a_record_of_the_wrong_shape_is_refused(changes, problem):
+    record = dict({"schema": inv.SCHEMA, "gpus": [], "events": []}, **changes)
+    with pytest.raises(inv.RecordError, match=problem):
+        inv.merge(record, snapshot(gpu(0)), host="n", now=T1)
