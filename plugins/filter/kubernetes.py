@@ -26,6 +26,9 @@ the logic is tested there and the roles stay a readable sequence.
   ``validate_metrics``, ``validate_prometheus_target``, ``validate_prometheus_query``,
   ``validate_pod_of``, ``validate_operands``, ``validate_verdict``: the go-live checks of role
   validate (module_utils/k8s/node_checks.py), each returning the problems it found.
+- ``validate_report_changed(text, previous)``: whether the validation report (its JSON text) says
+  anything the report the last run wrote does not: a passed check's evidence that only names what
+  this run happened to see (which GPU the test pod got, the exporter pod's address) is no change.
 - ``mig_cluster_wanted(node, default)``, ``mig_cluster_pause(node)``, ``mig_cluster_restore(node)``,
   ``mig_cluster_state(node, state)``, ``mig_cluster_leftovers(node)``, ``mig_operand_pods(pods, node,
   keys)``, ``mig_strategy_errors(plan, strategy)``: a node's MIG change in the cluster, as NVIDIA's
@@ -35,6 +38,8 @@ the logic is tested there and the roles stay a readable sequence.
 """
 
 from __future__ import annotations
+
+import json
 
 from ansible.errors import AnsibleFilterError
 
@@ -90,6 +95,35 @@ def dcgm_metrics(extra=None):
     return dcgm_fields.merge(list(dcgm_fields.DEFAULT_COUNTERS), dcgm_fields.parse_rows(extra or []))
 
 
+# the checks whose evidence, when they pass, names objects of this run only: the GPU the test pod
+# was given (any of the node's) and the exporter pod's address
+_TRANSIENT_EVIDENCE = ("workload", "metrics")
+
+
+def _lasting(report: dict) -> dict:
+    """The report without the evidence of passed checks that only says what this run happened to see."""
+    def lasting(check):
+        if isinstance(check, dict) and check.get("ok") and check.get("check") in _TRANSIENT_EVIDENCE:
+            return {key: value for key, value in check.items() if key != "evidence"}
+        return check
+    nodes = [dict(node, checks=[lasting(check) for check in node.get("checks") or []])
+             if isinstance(node, dict) else node for node in report.get("nodes") or []]
+    return dict(report, nodes=nodes)
+
+
+def validate_report_changed(text: str, previous: str = "") -> bool:
+    """Whether the validation report TEXT (JSON, as it is written) says more than PREVIOUS (the text of
+    the report the last run wrote; empty when there is none) beyond the evidence of passed checks
+    that names this run's own objects."""
+    try:
+        before = json.loads(previous) if previous else None
+    except ValueError:
+        return True
+    if not isinstance(before, dict):
+        return True
+    return _lasting(json.loads(text)) != _lasting(before)
+
+
 class FilterModule:
     def filters(self):
         table = {
@@ -123,6 +157,7 @@ class FilterModule:
             "validate_pod_of": node_checks.pod_of,
             "validate_verdict": node_checks.verdict,
             "validate_line": node_checks.line,
+            "validate_report_changed": validate_report_changed,
             "mig_cluster_wanted": mig_cluster.wanted_config,
             "mig_cluster_pause": mig_cluster.pause,
             "mig_cluster_restore": mig_cluster.restore,

@@ -3,43 +3,59 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Filters of the rolling driver upgrade (module_utils/k8s/upgrade_plan.py):
 
-- ``upgrade_plan(nodes, target, max_unavailable, max_parallel, canary, retry_failed, members)``: the waves.
-- ``upgrade_nodes(node_objects, driver_label)``: the plan's node dicts from Node objects.
-- ``upgrade_steps(policy)``: what each node goes through, as [state, text].
+- ``upgrade_play_plan(node_objects, target, hosts, node_names, preflight, canary, phase, groups,
+  max_unavailable, max_parallel, retry_failed)``: the waves of the playbook's play (its canary setting,
+  a count or an inventory group, resolved to node names).
+- ``upgrade_plan_lines(plan, policy)``: the plan as the playbook shows it.
 - ``upgrade_tainted(node_objects, key)``: the nodes carrying a taint with this key.
 - ``upgrade_order(plan)``: [[group, node]] in the order the playbook upgrades them.
-- ``upgrade_batches(plan)``: {group: [batch sizes]}, the plays' serial: the planned waves."""
+- ``upgrade_batches(plan)``: {group: [batch sizes]}, the plays' serial: the planned waves.
+- ``renamed_variables(old_names, renamed)``: the playbooks' deprecated variable names that are set,
+  each with a deprecation warning naming the new one (the playbooks map them to the new names)."""
 
 from __future__ import annotations
 
 __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
+from ansible.utils.display import Display
 
 from ansible_collections.gpuops.nvidia.plugins.module_utils.k8s import upgrade_plan
 
 
-def _plan(nodes, target, max_unavailable="25%", max_parallel=1, canary=1, retry_failed=False, members=None,
-          canary_group_missing=False):
+def _play_plan(node_objects, target, hosts, node_names, preflight=None, canary=1, phase="all", groups=None,
+               max_unavailable="25%", max_parallel=1, retry_failed=False):
     try:
-        return upgrade_plan.plan(nodes, target, max_unavailable=max_unavailable, max_parallel=max_parallel,
-                                 canary=canary, retry_failed=retry_failed, members=members,
-                                 canary_group_missing=canary_group_missing)
+        return upgrade_plan.play_plan(node_objects, target, hosts, node_names, preflight, canary=canary, phase=phase,
+                                      groups=groups, max_unavailable=max_unavailable, max_parallel=max_parallel,
+                                      retry_failed=retry_failed)
     except upgrade_plan.PlanError as exc:
         raise AnsibleFilterError(str(exc))
 
 
-def _steps(policy):
-    return [list(step) for step in upgrade_plan.steps(policy or {})]
+# the release whose playbooks no longer take the names before gpuops_ (upgrade_*, audit_*)
+RENAMED_UNTIL = "0.3.0"
+
+
+def renamed_variables(old_names, renamed):
+    """The messages for the OLD_NAMES set (those of RENAMED, {old name: new name}), each also a
+    deprecation warning; the playbook maps the old name to the new one."""
+    messages = []
+    for old in sorted(set(old_names or []) & set(renamed or {})):
+        message = "the playbook variable %s is deprecated: set %s instead (the old name works until gpuops.nvidia %s)" % (
+            old, renamed[old], RENAMED_UNTIL)
+        Display().deprecated(message, version=RENAMED_UNTIL, collection_name="gpuops.nvidia")
+        messages.append(message)
+    return messages
 
 
 class FilterModule:
     def filters(self):
         return {
-            "upgrade_plan": _plan,
-            "upgrade_nodes": upgrade_plan.from_node_objects,
-            "upgrade_steps": _steps,
+            "upgrade_play_plan": _play_plan,
+            "upgrade_plan_lines": upgrade_plan.lines,
             "upgrade_tainted": upgrade_plan.tainted,
             "upgrade_order": upgrade_plan.order,
             "upgrade_batches": upgrade_plan.batches,
+            "renamed_variables": renamed_variables,
         }

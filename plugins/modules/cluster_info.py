@@ -72,10 +72,9 @@ from ansible_collections.gpuops.nvidia.plugins.module_utils.k8s import api as ku
 
 def main():
     module = AnsibleModule(
-        argument_spec=dict(
+        argument_spec=kube_api.kube_argument_spec(
             namespace=dict(type="str", required=True),
             node_selector=dict(type="str", default=""),
-            **kube_api.AUTH_ARGS
         ),
         supports_check_mode=True,
     )

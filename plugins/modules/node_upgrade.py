@@ -249,7 +249,7 @@ from ansible_collections.gpuops.nvidia.plugins.module_utils.k8s.node_upgrade imp
 
 def main():
     module = AnsibleModule(
-        argument_spec=dict(
+        argument_spec=kube_api.kube_argument_spec(
             name=dict(type="str", required=True),
             state=dict(type="str", required=True, choices=["drained", "restarted", "done", "failed"]),
             max_unavailable=dict(type="str", default="25%"),
@@ -274,7 +274,6 @@ def main():
             operand_namespace=dict(type="str", default=""),
             operand_selector=dict(type="str", default="app.kubernetes.io/managed-by=gpuops.nvidia"),
             poll_interval=dict(type="int", default=10),
-            **kube_api.AUTH_ARGS
         ),
         supports_check_mode=True,
     )

@@ -27,7 +27,10 @@ except ImportError as exc:  # the module reports it with missing_required_lib
     class ApiException(Exception):  # noqa: N818 - the kubernetes client's name
         status = None
 
-AUTH_ARGS = dict(
+# The connection options of every module of the collection that calls the API server, merged into
+# its argument spec (kube_argument_spec); documented once, in the doc fragment gpuops.nvidia.kube_auth,
+# and filled from the gpuops_kube* variables by the gpuops.nvidia.k8s_auth lookup.
+KUBE_ARGUMENT_SPEC = dict(
     kubeconfig=dict(type="path"),
     context=dict(type="str"),
     host=dict(type="str"),
@@ -35,6 +38,14 @@ AUTH_ARGS = dict(
     validate_certs=dict(type="bool", aliases=["verify_ssl"]),
     ca_cert=dict(type="path", aliases=["ssl_ca_cert"]),
 )
+
+
+def kube_argument_spec(**options) -> dict:
+    """A module's argument spec: its own options and the connection options."""
+    clash = set(options) & set(KUBE_ARGUMENT_SPEC)
+    if clash:
+        raise ValueError("options %s are connection options already" % ", ".join(sorted(clash)))
+    return dict(options, **KUBE_ARGUMENT_SPEC)
 
 
 REQUEST_TIMEOUT = (10, 60)
@@ -57,7 +68,7 @@ def _reason(exc) -> str:
 
 
 def connect(params: dict):
-    """An ApiClient for the connection options (a dict with the AUTH_ARGS keys)."""
+    """An ApiClient for the connection options (a dict with the KUBE_ARGUMENT_SPEC keys)."""
     if params.get("host"):
         configuration = k8s_client.Configuration()
         configuration.host = params["host"]

@@ -17,6 +17,7 @@ from __future__ import annotations
 __metaclass__ = type
 
 import math
+import re
 
 STATE_LABEL = "nvidia.com/gpu-driver-upgrade-state"
 SKIP_LABEL = "nvidia.com/gpu-driver-upgrade.skip"
@@ -118,7 +119,7 @@ def plan(nodes: list, target: str | None, max_unavailable="25%", max_parallel: i
     problems = []
     if failed and not retry_failed:
         problems.append("node(s) %s are in %s from an earlier run: look at why (the label stays until a run "
-                        "succeeds), then run again with upgrade_retry_failed: true" % (", ".join(failed), FAILED))
+                        "succeeds), then run again with gpuops_upgrade_retry_failed: true" % (", ".join(failed), FAILED))
     if slots < 1 and [name for name in pending if name not in free]:
         problems.append("no node can be taken out of service: %d GPU node(s) are unavailable already (%s) and "
                         "max_unavailable allows %d; bring them back or raise max_unavailable"
@@ -130,7 +131,7 @@ def plan(nodes: list, target: str | None, max_unavailable="25%", max_parallel: i
                             "set driver_upgrade_node_name (or node_labels_node_name) to the host's Kubernetes node "
                             "name, or run the labels stage first" % ", ".join(unknown))
     if isinstance(canary, (list, tuple)) and canary_group_missing:
-        problems.append("the canary group has no GPU node of this run: check the group name in upgrade_canary")
+        problems.append("the canary group has no GPU node of this run: check the group name in gpuops_upgrade_canary")
     canaries = _canary([name for name in pending if name not in free], canary)
     rest = [name for name in pending if name not in canaries and name not in free]
     size = max(slots, 1)
@@ -151,6 +152,56 @@ def plan(nodes: list, target: str | None, max_unavailable="25%", max_parallel: i
         "unavailable": unavailable,
         "problems": problems,
     }
+
+
+def play_inputs(hosts: list, node_names: list, preflight: list | None = None, canary=1, phase: str = "all",
+                groups: dict | None = None) -> dict:
+    """The plan's inputs from the playbook's play: ``hosts`` (its inventory hosts) with their
+    Kubernetes ``node_names`` and driver pre-flight results (``preflight``, in the same order;
+    missing: none); ``canary``, the playbook's setting - a count of nodes or an inventory group's
+    name (none in phase ``rest``: the canary ran in a job of its own); ``groups``, the inventory's.
+
+    Returns {members (the nodes this run may upgrade), drivers (node -> its pre-flight result),
+    canary (a count, or the node names of the group's hosts in the play), canary_group_missing}."""
+    members = list(node_names)
+    if len(members) != len(hosts):
+        raise PlanError("%d host(s) but %d node name(s)" % (len(hosts), len(members)))
+    results = list(preflight or [])
+    drivers = {name: results[i] if i < len(results) else {} for i, name in enumerate(members)}
+    setting = "0" if phase == "rest" else str(1 if canary is None else canary).strip()
+    if re.match(r"^[0-9]+$", setting):
+        return {"members": members, "drivers": drivers, "canary": int(setting), "canary_group_missing": False}
+    node_of = dict(zip(hosts, members))
+    names = [node_of[host] for host in (groups or {}).get(setting) or [] if host in node_of]
+    return {"members": members, "drivers": drivers, "canary": names, "canary_group_missing": not names}
+
+
+def play_plan(node_objects: list, target: str | None, hosts: list, node_names: list, preflight: list | None = None,
+              canary=1, phase: str = "all", groups: dict | None = None, max_unavailable="25%", max_parallel: int = 1,
+              retry_failed: bool = False) -> dict:
+    """plan() for the playbook's play: its nodes from the cluster's Node objects (the driver each
+    runs from its host's pre-flight result, else GFD's label), its inputs from play_inputs()."""
+    inputs = play_inputs(hosts, node_names, preflight, canary=canary, phase=phase, groups=groups)
+    return plan(from_node_objects(node_objects, drivers=inputs["drivers"]), target, max_unavailable=max_unavailable,
+                max_parallel=max_parallel, canary=inputs["canary"], retry_failed=retry_failed,
+                members=inputs["members"], canary_group_missing=inputs["canary_group_missing"])
+
+
+def lines(plan_result: dict, policy: dict | None = None) -> list:
+    """The plan as the playbook shows it: the target and slots, the nodes resumed, the canary's and
+    the rest's waves, the nodes left out and why, then what each node goes through (steps(policy))."""
+    out = ["target driver %s; %d GPU node(s), max_unavailable %d, %d at once"
+           % (plan_result["target"], plan_result["total"], plan_result["max_unavailable"], plan_result["slots"])]
+    if plan_result["resume"]:
+        out.append("resume (left midway by an earlier run): " + ", ".join(plan_result["resume"]))
+    out += ["canary: " + ", ".join(wave) for wave in plan_result["canary"]]
+    out += ["wave: " + ", ".join(wave) for wave in plan_result["waves"]]
+    for key, what in (("done", "done already"), ("skipped", "skipped (%s=true)" % SKIP_LABEL),
+                      ("unavailable", "unavailable for other reasons")):
+        if plan_result[key]:
+            out.append("%s: %s" % (what, ", ".join(plan_result[key])))
+    out.append("each node, as its label %s says:" % STATE_LABEL)
+    return out + ["  %s: %s" % step for step in steps(policy or {})]
 
 
 def steps(policy: dict) -> list:

@@ -5,6 +5,7 @@ wrapper over module_utils, and a mistake inside becomes an AnsibleFilterError th
 from __future__ import annotations
 
 import importlib
+import json
 import os
 import re
 
@@ -159,3 +160,33 @@ def test_value_error_inside_becomes_filter_error(filters):
                                                  r"digest: pin one") as err:
         filters["image_ref"]("nvcr.io/nvidia/x")
     assert isinstance(err.value.__cause__, ValueError)
+
+
+# ---- the validation report is rewritten only when it says something new ----------------------------
+
+def _report(workload="GPU 0: NVIDIA L40S (UUID: GPU-0a); the CUDA sample: Test PASSED", ok=True,
+            metrics="the exporter at 10.0.0.7:9400 serves all 4 GPUs", allocatable="nvidia.com/gpu=4", **node):
+    checks = [{"check": "allocatable", "ok": True, "evidence": [allocatable]},
+              {"check": "workload", "ok": ok, "evidence": [workload]},
+              {"check": "metrics", "ok": True, "evidence": [metrics]}]
+    entry = dict({"host": "n1", "node": "n1", "ok": ok, "driver": "580.95.05", "checks": checks}, **node)
+    return json.dumps({"checks": ["allocatable", "workload", "metrics"], "nodes": [entry]}, indent=2) + "\n"
+
+
+@pytest.mark.parametrize("report, previous, changed", [
+    (_report(), _report(), False),
+    # what this run happened to see: another GPU for the test pod, the exporter pod's new address
+    (_report(workload="GPU 3: NVIDIA L40S (UUID: GPU-3d); the CUDA sample: Test PASSED"), _report(), False),
+    (_report(metrics="the exporter at 10.0.0.9:9400 serves all 4 GPUs"), _report(), False),
+    # what the report says of the node
+    (_report(allocatable="nvidia.com/gpu=16"), _report(), True),
+    (_report(driver="580.65.06"), _report(), True),
+    (_report(ok=False, workload="the test pod ended Failed"), _report(), True),
+    (_report(ok=False, workload="the test pod ended Failed"), _report(ok=False, workload="no GPU"), True),
+    # no report before, or one that is not a report
+    (_report(), "", True),
+    (_report(), "{not json", True),
+    (_report(), "[]", True),
+])
+def test_validate_report_changed(filters, report, previous, changed):
+    assert filters["validate_report_changed"](report, previous) is changed

@@ -5,7 +5,10 @@ configuration, built from the modules' connection options (no request is made he
 from __future__ import annotations
 
 import pytest
+import yaml
 
+from ansible_collections.gpuops.nvidia.plugins.doc_fragments.kube_auth import ModuleDocFragment
+from ansible_collections.gpuops.nvidia.plugins.lookup.k8s_auth import OPTIONS as LOOKUP_OPTIONS
 from ansible_collections.gpuops.nvidia.plugins.module_utils.k8s import api as kube_api
 
 KUBECONFIG = """apiVersion: v1
@@ -79,3 +82,32 @@ def test_no_kubeconfig_and_no_cluster_says_what_to_set(tmp_path, monkeypatch):
 def test_an_unknown_context_is_named(kubeconfig):
     with pytest.raises(kube_api.KubeError, match=r"\(context staging\).*gpuops_kube_context"):
         kube_api.connect({"kubeconfig": kubeconfig, "context": "staging"})
+
+
+# ---- the connection options: one argument spec, documented once, filled by the lookup ----------
+
+def test_the_doc_fragment_documents_the_connection_options_as_they_are():
+    documented = yaml.safe_load(ModuleDocFragment.DOCUMENTATION)["options"]
+    assert set(documented) == set(kube_api.KUBE_ARGUMENT_SPEC)
+    for name, spec in kube_api.KUBE_ARGUMENT_SPEC.items():
+        assert documented[name]["type"] == spec["type"], name
+        assert documented[name].get("aliases", []) == spec.get("aliases", []), name
+
+
+def test_the_lookup_fills_every_connection_option():
+    assert sorted(LOOKUP_OPTIONS.values()) == sorted(kube_api.KUBE_ARGUMENT_SPEC)
+
+
+@pytest.mark.parametrize("options, names", [
+    ({}, ["api_key", "ca_cert", "context", "host", "kubeconfig", "validate_certs"]),
+    ({"name": {"type": "str"}}, ["api_key", "ca_cert", "context", "host", "kubeconfig", "name", "validate_certs"]),
+])
+def test_a_modules_argument_spec_takes_the_connection_options(options, names):
+    spec = kube_api.kube_argument_spec(**options)
+    assert sorted(spec) == names
+    assert spec["api_key"]["no_log"] is True
+
+
+def test_a_module_option_named_as_a_connection_option_is_refused():
+    with pytest.raises(ValueError, match="host"):
+        kube_api.kube_argument_spec(host={"type": "str"})

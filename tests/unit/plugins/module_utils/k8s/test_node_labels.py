@@ -8,8 +8,9 @@ import json
 import pytest
 
 from ansible_collections.gpuops.nvidia.plugins.module_utils.k8s import node_labels as nl
+from ansible_collections.gpuops.nvidia.tests.unit.plugins.module_utils.k8s.json_patch import apply_patch
 
-# ---- a JSON Patch applier of the tests' own, independent of node_labels.apply_patch -----------------
+# ---- a second, minimal JSON Patch applier, independent of json_patch.apply_patch ------------------
 
 
 def _unescape(token):
@@ -44,9 +45,9 @@ def patched(doc, ops):
 
 
 def apply(node, result):
-    """The patched node; node_labels.apply_patch must agree with the tests' applier."""
+    """The patched node; json_patch.apply_patch must agree with the minimal applier."""
     after = patched(node, result["ops"])
-    assert nl.apply_patch(node, result["ops"]) == after
+    assert apply_patch(node, result["ops"]) == after
     return after
 
 
@@ -257,7 +258,7 @@ def test_valid_label_key(key, valid):
                                             ("a~b/c", "a~0b~1c"), ("~1", "~01")])
 def test_escape(token, escaped):
     assert nl.escape(token) == escaped
-    assert nl.apply_patch({token: 1}, [{"op": "test", "path": "/" + escaped, "value": 1}]) == {token: 1}
+    assert apply_patch({token: 1}, [{"op": "test", "path": "/" + escaped, "value": 1}]) == {token: 1}
 
 
 DOC = {"a": {"b": [1, 2, 3]}, "c": "x", "t": True}
@@ -276,7 +277,7 @@ DOC = {"a": {"b": [1, 2, 3]}, "c": "x", "t": True}
 ])
 def test_apply_patch(ops, expected):
     before = copy.deepcopy(DOC)
-    assert nl.apply_patch(DOC, ops) == expected
+    assert apply_patch(DOC, ops) == expected
     assert DOC == before
 
 
@@ -297,7 +298,7 @@ def test_apply_patch(ops, expected):
 ])
 def test_apply_patch_errors(ops):
     with pytest.raises(ValueError):
-        nl.apply_patch(DOC, ops)
+        apply_patch(DOC, ops)
 
 
 # ---- the plan ----------------------------------------------------------------------------------------
@@ -390,7 +391,7 @@ def test_concurrent_change_makes_the_patch_fail():
     result = nl.plan(node, BASE, unhealthy=[], taint=TAINT)
     node["metadata"]["labels"][nl.deploy_label("device-plugin")] = "paused-for-mig-change"
     with pytest.raises(ValueError, match="test failed"):
-        nl.apply_patch(node, result["ops"])
+        apply_patch(node, result["ops"])
 
 
 @pytest.mark.parametrize("value, reason", [

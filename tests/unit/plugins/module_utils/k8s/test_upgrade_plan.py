@@ -223,3 +223,92 @@ def test_plan_nodes_from_node_objects_and_the_canary_taint():
     assert up.tainted(nodes, "gpuops.nvidia/driver-upgrade-canary") == ["b"]
     plan = up.plan(up.from_node_objects(nodes), NEW, max_unavailable=2, max_parallel=0, canary=1)
     assert up.order(plan) == [["gpuops_upgrade_first", "a"], ["gpuops_upgrade_rest", "b"]]
+
+
+# ---- the playbook's play: its canary setting, its hosts and their pre-flight results --------------
+
+HOSTS = ["h-a", "h-b", "h-c"]
+NAMES = ["a", "b", "c"]
+GROUPS = {"canaries": ["h-b", "h-x"], "elsewhere": ["h-x"], "all": HOSTS + ["h-x"]}
+
+
+@pytest.mark.parametrize("canary, phase, expected, missing", [
+    (1, "all", 1, False),
+    ("2", "all", 2, False),
+    (" 0 ", "canary", 0, False),
+    (None, "all", 1, False),
+    # a group's hosts in the play, as their Kubernetes node names (h-x is not in the play)
+    ("canaries", "all", ["b"], False),
+    ("elsewhere", "all", [], True),
+    ("no-such-group", "all", [], True),
+    # not a count: a group's name (which no inventory has)
+    ("-1", "all", [], True),
+    ("1.5", "all", [], True),
+    # phase rest: the canary ran in a job of its own
+    ("canaries", "rest", 0, False),
+    (2, "rest", 0, False),
+])
+def test_the_canary_setting_of_the_play(canary, phase, expected, missing):
+    inputs = up.play_inputs(HOSTS, NAMES, canary=canary, phase=phase, groups=GROUPS)
+    assert inputs["canary"] == expected and inputs["canary_group_missing"] is missing
+    assert inputs["members"] == NAMES
+
+
+@pytest.mark.parametrize("preflight, drivers", [
+    (None, {"a": {}, "b": {}, "c": {}}),
+    ([{"driver": {"version": NEW}}], {"a": {"driver": {"version": NEW}}, "b": {}, "c": {}}),
+    ([{}, {"x": 1}, {}], {"a": {}, "b": {"x": 1}, "c": {}}),
+])
+def test_each_members_pre_flight_result(preflight, drivers):
+    assert up.play_inputs(HOSTS, NAMES, preflight)["drivers"] == drivers
+
+
+def test_hosts_and_node_names_must_pair_up():
+    with pytest.raises(up.PlanError, match="3 host"):
+        up.play_inputs(HOSTS, NAMES[:2])
+
+
+def _node_object(name, driver=OLD):
+    return {"metadata": {"name": name, "labels": {"nvidia.com/cuda.driver-version.full": driver}},
+            "status": {"conditions": [{"type": "Ready", "status": "True"}]}, "spec": {}}
+
+
+@pytest.mark.parametrize("canary, phase, preflight, expected_canary, expected_waves, done, problems", [
+    (1, "all", None, [["a"]], [["b"], ["c"]], [], 0),
+    ("canaries", "all", None, [["b"]], [["a"], ["c"]], [], 0),
+    ("canaries", "rest", None, [], [["a"], ["b"], ["c"]], [], 0),
+    # the host's own pre-flight result wins over GFD's label
+    (1, "all", [{"driver": {"version": NEW}}], [["b"]], [["c"]], ["a"], 0),
+    ("elsewhere", "all", None, [], [["a"], ["b"], ["c"]], [], 1),
+])
+def test_the_plan_of_the_play(canary, phase, preflight, expected_canary, expected_waves, done, problems):
+    objects = [_node_object(name) for name in NAMES + ["z"]]
+    result = up.play_plan(objects, NEW, HOSTS, NAMES, preflight, canary=canary, phase=phase, groups=GROUPS,
+                          max_unavailable=1, max_parallel=1)
+    assert result["canary"] == expected_canary and result["waves"] == expected_waves
+    assert result["done"] == done and len(result["problems"]) == problems
+    if problems:
+        assert "gpuops_upgrade_canary" in result["problems"][0]
+
+
+def test_the_plan_as_the_playbook_shows_it():
+    result = up.plan([node("a"), node("b", state="drain-required"), node("c", driver=NEW), node("d", skip=True),
+                      node("e"), node("f", ready=False)], NEW, max_unavailable=3, max_parallel=0, canary=1)
+    shown = up.lines(result, {"wait_for_jobs": "app=train", "wait_timeout": 60, "drain": True, "reboot": True})
+    assert shown[:7] == [
+        "target driver 580.95.05; 6 GPU node(s), max_unavailable 3, 2 at once",
+        "resume (left midway by an earlier run): b",
+        "canary: a",
+        "wave: f, e",
+        "done already: c",
+        "skipped (nvidia.com/gpu-driver-upgrade.skip=true): d",
+        "unavailable for other reasons: f",
+    ]
+    assert shown[7] == "each node, as its label nvidia.com/gpu-driver-upgrade-state says:"
+    assert shown[8:] == ["  %s: %s" % step for step in up.steps({"wait_for_jobs": "app=train", "wait_timeout": 60,
+                                                                  "drain": True, "reboot": True})]
+    assert "  wait-for-jobs-required: wait for the pods matching app=train to finish (60s at most)" in shown
+    # nothing resumed, done, skipped or unavailable: no line for them
+    plain = up.lines(up.plan([node("a"), node("b")], NEW, max_unavailable=1, canary=1))
+    assert plain[:3] == ["target driver 580.95.05; 2 GPU node(s), max_unavailable 1, 1 at once", "canary: a", "wave: b"]
+    assert plain[3] == "each node, as its label nvidia.com/gpu-driver-upgrade-state says:"
