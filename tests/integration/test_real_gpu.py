@@ -14,7 +14,7 @@ import sys
 
 import pytest
 
-from conftest import REPO, _env  # pylint: disable=import-error
+from conftest import REPO, _env, require  # pylint: disable=import-error
 
 pytestmark = pytest.mark.skipif(not os.path.exists("/proc/driver/nvidia/version"),
                                 reason="no NVIDIA driver loaded on this machine (no real GPU)")
@@ -51,8 +51,8 @@ def test_driver_and_gpus(real):
         [f["code"] for f in real["health"]]))
 
 
-@pytest.mark.skipif(shutil.which("nvidia-smi") is None, reason="nvidia-smi is not installed")
 def test_agrees_with_nvidia_smi(real):
+    require(shutil.which("nvidia-smi"), "nvidia-smi", "it comes with the NVIDIA driver's utilities; install them")
     out = subprocess.run(["nvidia-smi", "--query-gpu=index,uuid,name,pci.bus_id,memory.total",
                           "--format=csv,noheader,nounits"], capture_output=True, text=True, check=True,
                          env=dict(os.environ, LANG="C")).stdout

@@ -37,7 +37,6 @@ import pytest
 import yaml
 
 from conftest import BIN, REPO, _env  # pylint: disable=import-error
-from ansible_collections.gpuops.nvidia.plugins.module_utils.k8s import objects as k8s_objects
 
 SITE = os.path.join(REPO, "playbooks", "site.yml")
 LAB_INVENTORY = os.path.join(REPO, "inventories", "lab")
@@ -54,47 +53,67 @@ PLUGIN_DIGEST_IMAGE = "nvcr.io/nvidia/k8s-device-plugin@" + DIGEST
 
 # What the roles' templates (roles/*/templates/objects.yml.j2) define for the lab inventory
 # (no CDI, no priority class, NFD deployed with its worker, no ServiceMonitor in render mode):
-# (kind, namespace, name) -> the role whose header the file carries.
+# (kind, namespace, name) -> (the role whose header the file carries, the file's name). The names
+# follow render mode's rule (README, "Render mode"): <rank>-<kind>-<namespace>-<name>.yaml, the
+# namespace only for a namespaced object, the kind in lower case, a character a file name should
+# not hold (the ':' of an RBAC name) as '_'; the rank orders them for `kubectl apply -f`:
+# 00 Namespace, 01 CustomResourceDefinition, 02 RuntimeClass, 10 ServiceAccount, 11 ClusterRole,
+# 12 ClusterRoleBinding, 13 Role, 14 RoleBinding, 20 ConfigMap, 30 Service, 40 Deployment and DaemonSet.
 CLUSTER_OBJECTS = {
-    ("Namespace", None, NS): "cluster",
-    ("RuntimeClass", None, "nvidia"): "cluster",
-    ("ServiceAccount", NS, "nvidia-device-plugin"): "cluster",
-    ("ServiceAccount", NS, "gpu-feature-discovery"): "cluster",
-    ("ServiceAccount", NS, "dcgm-exporter"): "cluster",
-    ("ClusterRole", None, "gpuops-nvidia:nvidia-device-plugin"): "cluster",
-    ("ClusterRole", None, "gpuops-nvidia:gpu-feature-discovery"): "cluster",
-    ("ClusterRole", None, "gpuops-nvidia:dcgm-exporter"): "cluster",
-    ("ClusterRoleBinding", None, "gpuops-nvidia:nvidia-device-plugin"): "cluster",
-    ("ClusterRoleBinding", None, "gpuops-nvidia:gpu-feature-discovery"): "cluster",
-    ("ClusterRoleBinding", None, "gpuops-nvidia:dcgm-exporter"): "cluster",
-    ("Role", NS, "gpu-feature-discovery"): "cluster",
-    ("RoleBinding", NS, "gpu-feature-discovery"): "cluster",
+    ("Namespace", None, NS): ("cluster", "00-namespace-gpuops-nvidia.yaml"),
+    ("RuntimeClass", None, "nvidia"): ("cluster", "02-runtimeclass-nvidia.yaml"),
+    ("ServiceAccount", NS, "nvidia-device-plugin"):
+        ("cluster", "10-serviceaccount-gpuops-nvidia-nvidia-device-plugin.yaml"),
+    ("ServiceAccount", NS, "gpu-feature-discovery"):
+        ("cluster", "10-serviceaccount-gpuops-nvidia-gpu-feature-discovery.yaml"),
+    ("ServiceAccount", NS, "dcgm-exporter"): ("cluster", "10-serviceaccount-gpuops-nvidia-dcgm-exporter.yaml"),
+    ("ClusterRole", None, "gpuops-nvidia:nvidia-device-plugin"):
+        ("cluster", "11-clusterrole-gpuops-nvidia_nvidia-device-plugin.yaml"),
+    ("ClusterRole", None, "gpuops-nvidia:gpu-feature-discovery"):
+        ("cluster", "11-clusterrole-gpuops-nvidia_gpu-feature-discovery.yaml"),
+    ("ClusterRole", None, "gpuops-nvidia:dcgm-exporter"): ("cluster", "11-clusterrole-gpuops-nvidia_dcgm-exporter.yaml"),
+    ("ClusterRoleBinding", None, "gpuops-nvidia:nvidia-device-plugin"):
+        ("cluster", "12-clusterrolebinding-gpuops-nvidia_nvidia-device-plugin.yaml"),
+    ("ClusterRoleBinding", None, "gpuops-nvidia:gpu-feature-discovery"):
+        ("cluster", "12-clusterrolebinding-gpuops-nvidia_gpu-feature-discovery.yaml"),
+    ("ClusterRoleBinding", None, "gpuops-nvidia:dcgm-exporter"):
+        ("cluster", "12-clusterrolebinding-gpuops-nvidia_dcgm-exporter.yaml"),
+    ("Role", NS, "gpu-feature-discovery"): ("cluster", "13-role-gpuops-nvidia-gpu-feature-discovery.yaml"),
+    ("RoleBinding", NS, "gpu-feature-discovery"): ("cluster", "14-rolebinding-gpuops-nvidia-gpu-feature-discovery.yaml"),
 }
 DEVICE_PLUGIN_OBJECTS = {
-    ("ConfigMap", NS, "nvidia-device-plugin-configs"): "device_plugin",
-    ("DaemonSet", NS, "nvidia-device-plugin"): "device_plugin",
+    ("ConfigMap", NS, "nvidia-device-plugin-configs"):
+        ("device_plugin", "20-configmap-gpuops-nvidia-nvidia-device-plugin-configs.yaml"),
+    ("DaemonSet", NS, "nvidia-device-plugin"): ("device_plugin", "40-daemonset-gpuops-nvidia-nvidia-device-plugin.yaml"),
 }
 NFD_OBJECTS = {
-    ("CustomResourceDefinition", None, "nodefeatures.nfd.k8s-sigs.io"): "gpu_feature_discovery",
-    ("CustomResourceDefinition", None, "nodefeaturerules.nfd.k8s-sigs.io"): "gpu_feature_discovery",
-    ("CustomResourceDefinition", None, "nodefeaturegroups.nfd.k8s-sigs.io"): "gpu_feature_discovery",
-    ("ServiceAccount", NS, "nfd-master"): "gpu_feature_discovery",
-    ("ClusterRole", None, "gpuops-nvidia:nfd-master"): "gpu_feature_discovery",
-    ("ClusterRoleBinding", None, "gpuops-nvidia:nfd-master"): "gpu_feature_discovery",
-    ("Deployment", NS, "nfd-master"): "gpu_feature_discovery",
-    ("ServiceAccount", NS, "nfd-worker"): "gpu_feature_discovery",
-    ("Role", NS, "nfd-worker"): "gpu_feature_discovery",
-    ("RoleBinding", NS, "nfd-worker"): "gpu_feature_discovery",
-    ("DaemonSet", NS, "nfd-worker"): "gpu_feature_discovery",
+    ("CustomResourceDefinition", None, "nodefeatures.nfd.k8s-sigs.io"):
+        ("gpu_feature_discovery", "01-customresourcedefinition-nodefeatures.nfd.k8s-sigs.io.yaml"),
+    ("CustomResourceDefinition", None, "nodefeaturerules.nfd.k8s-sigs.io"):
+        ("gpu_feature_discovery", "01-customresourcedefinition-nodefeaturerules.nfd.k8s-sigs.io.yaml"),
+    ("CustomResourceDefinition", None, "nodefeaturegroups.nfd.k8s-sigs.io"):
+        ("gpu_feature_discovery", "01-customresourcedefinition-nodefeaturegroups.nfd.k8s-sigs.io.yaml"),
+    ("ServiceAccount", NS, "nfd-master"): ("gpu_feature_discovery", "10-serviceaccount-gpuops-nvidia-nfd-master.yaml"),
+    ("ClusterRole", None, "gpuops-nvidia:nfd-master"):
+        ("gpu_feature_discovery", "11-clusterrole-gpuops-nvidia_nfd-master.yaml"),
+    ("ClusterRoleBinding", None, "gpuops-nvidia:nfd-master"):
+        ("gpu_feature_discovery", "12-clusterrolebinding-gpuops-nvidia_nfd-master.yaml"),
+    ("Deployment", NS, "nfd-master"): ("gpu_feature_discovery", "40-deployment-gpuops-nvidia-nfd-master.yaml"),
+    ("ServiceAccount", NS, "nfd-worker"): ("gpu_feature_discovery", "10-serviceaccount-gpuops-nvidia-nfd-worker.yaml"),
+    ("Role", NS, "nfd-worker"): ("gpu_feature_discovery", "13-role-gpuops-nvidia-nfd-worker.yaml"),
+    ("RoleBinding", NS, "nfd-worker"): ("gpu_feature_discovery", "14-rolebinding-gpuops-nvidia-nfd-worker.yaml"),
+    ("DaemonSet", NS, "nfd-worker"): ("gpu_feature_discovery", "40-daemonset-gpuops-nvidia-nfd-worker.yaml"),
 }
 GFD_OBJECTS = {
-    ("ConfigMap", NS, "gpu-feature-discovery-configs"): "gpu_feature_discovery",
-    ("DaemonSet", NS, "gpu-feature-discovery"): "gpu_feature_discovery",
+    ("ConfigMap", NS, "gpu-feature-discovery-configs"):
+        ("gpu_feature_discovery", "20-configmap-gpuops-nvidia-gpu-feature-discovery-configs.yaml"),
+    ("DaemonSet", NS, "gpu-feature-discovery"):
+        ("gpu_feature_discovery", "40-daemonset-gpuops-nvidia-gpu-feature-discovery.yaml"),
 }
 DCGM_OBJECTS = {
-    ("ConfigMap", NS, "dcgm-exporter-metrics"): "dcgm_exporter",
-    ("DaemonSet", NS, "dcgm-exporter"): "dcgm_exporter",
-    ("Service", NS, "dcgm-exporter"): "dcgm_exporter",
+    ("ConfigMap", NS, "dcgm-exporter-metrics"): ("dcgm_exporter", "20-configmap-gpuops-nvidia-dcgm-exporter-metrics.yaml"),
+    ("DaemonSet", NS, "dcgm-exporter"): ("dcgm_exporter", "40-daemonset-gpuops-nvidia-dcgm-exporter.yaml"),
+    ("Service", NS, "dcgm-exporter"): ("dcgm_exporter", "30-service-gpuops-nvidia-dcgm-exporter.yaml"),
 }
 EXPECTED = {**CLUSTER_OBJECTS, **DEVICE_PLUGIN_OBJECTS, **NFD_OBJECTS, **GFD_OBJECTS, **DCGM_OBJECTS}
 WORKLOAD_KINDS = ("DaemonSet", "Deployment", "StatefulSet", "Job")
@@ -413,11 +432,13 @@ def test_every_file_is_one_object_the_roles_define(renders):
     objects, files = _objects(base), base.files()
     assert {_key(obj) for obj in objects.values()} == set(EXPECTED)
     for name, obj in objects.items():
-        assert name == k8s_objects.render_name(obj)
+        role, file_name = EXPECTED[_key(obj)]
+        assert name == file_name, "%s/%s is written to %s, not %s" % (
+            obj["kind"], obj["metadata"]["name"], name, file_name)
         header = files[name].decode().splitlines()
         match = HEADER.match(header[0])
         assert match and header[1] == "---", "%s: header %r" % (name, header[:2])
-        assert match.group(1) == EXPECTED[_key(obj)], "%s is written under %s" % (name, match.group(1))
+        assert match.group(1) == role, "%s is written under %s" % (name, match.group(1))
 
 
 def test_no_secret_and_no_password_anywhere(renders):
@@ -548,8 +569,7 @@ def test_a_smaller_configuration_removes_only_its_stale_files(renders):
     stale = _ok(renders.get("stale"))
     assert _foreign_changes(stale) == []
     after = _snapshot(stale.dir)
-    removed = {k8s_objects.render_name({"kind": kind, "metadata": {"name": name, "namespace": ns}})
-               for kind, ns, name in list(DCGM_OBJECTS) + list(NFD_OBJECTS)}
+    removed = {file_name for _role, file_name in list(DCGM_OBJECTS.values()) + list(NFD_OBJECTS.values())}
     assert removed <= set(before)
     assert set(after) == (set(before) - removed) | {"kustomization.yaml", "99-by-hand.yaml"}
     # the other roles' files are left alone: same bytes, not rewritten
@@ -607,8 +627,7 @@ def test_an_unknown_dcgm_field_is_refused_with_a_suggestion(renders):
     message = render.failures()
     assert "dcgm_exporter_extra_metrics" in message and "DCGM_FI_DEV_GPU_TEMPERATURE" in message, message[-3000:]
     assert re.search(r"DCGM_FI_DEV_GPU_TEMP\b", message.replace("DCGM_FI_DEV_GPU_TEMPERATURE", "")), message[-3000:]
-    exporter_files = {k8s_objects.render_name({"kind": kind, "metadata": {"name": name, "namespace": ns}})
-                      for kind, ns, name in DCGM_OBJECTS}
+    exporter_files = {file_name for _role, file_name in DCGM_OBJECTS.values()}
     written = sorted(exporter_files & set(render.files()))
     assert written == [], "the exporter's files were written: %s" % written
     assert render.podman_calls == ""

@@ -12,11 +12,15 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 import tempfile
 import threading
 import time
 
 LAB = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, LAB)
+from kubelab.waiting import wait_for  # noqa: E402  pylint: disable=wrong-import-position
+
 REPO = os.path.dirname(os.path.dirname(LAB))
 KUBECTL = os.path.join(REPO, ".venv", "bin", "kubectl")
 KUBECONFIG = os.path.join(REPO, ".build", "kube", "kubeconfig")
@@ -91,9 +95,24 @@ class NodeWatch:
             self.out_total[name] = self.out_total.get(name, 0) + now - self._out_since.pop(name)
         self.peak = max(self.peak, len(self._out_since))
 
+    def _now(self):
+        """{node: (state, unschedulable, taints)} of the GPU nodes as the API server has them now."""
+        out = kubectl("get", "nodes", "-l", GPU_NODES, "-o", "jsonpath=" + self.TEMPLATE, kubeconfig=self.kubeconfig)
+        return {name: (state or None, unschedulable == "true", set(taints.split()))
+                for name, state, unschedulable, taints in
+                ((line.split("|") + ["", "", ""])[:4] for line in out.splitlines() if line)}
+
+    def _caught_up(self, nodes):
+        """Whether the watch has seen NODES (_now()) as they are: each one's state, cordon and taints."""
+        states, out, taints = dict(self.states), set(self._out_since), dict(self.taints)
+        return all(states.get(name, [object()])[-1] == state and (name in out) == cordoned
+                   and have <= taints.get(name, set()) for name, (state, cordoned, have) in nodes.items())
+
     def __enter__(self):
         self._thread.start()
-        time.sleep(2)  # the watch lists the nodes first
+        # the watch lists the nodes first
+        nodes = self._now()
+        wait_for(lambda: self._caught_up(nodes), 60, "the node watch to list the %d GPU nodes" % len(nodes))
         self._started = time.time()
         return self
 
@@ -101,11 +120,16 @@ class NodeWatch:
         return time.time() - self._started
 
     def __exit__(self, *exc):
-        time.sleep(1)
-        self._stop.set()
-        if self._proc is not None:
-            self._proc.terminate()
-        self._thread.join(10)
+        try:
+            if exc[0] is None:
+                # the watch's events lag the API server's writes: it has seen the last of them first
+                nodes = self._now()
+                wait_for(lambda: self._caught_up(nodes), 60, "the node watch to see the GPU nodes' last state")
+        finally:
+            self._stop.set()
+            if self._proc is not None:
+                self._proc.terminate()
+            self._thread.join(10)
         now = time.time()  # (a node still cordoned counts until now)
         for name, since in self._out_since.items():
             self.out_total[name] = self.out_total.get(name, 0) + now - since

@@ -1,6 +1,7 @@
 """The node after gpu_report: bindings installed from Debian on top of the simulated driver,
 and an inventory record that matches what NVML itself says on the node."""
 import json
+import re
 
 LIST_GPUS = (
     "python3 -c 'import json, pynvml; pynvml.nvmlInit(); "
@@ -33,8 +34,14 @@ def test_inventory_record(host):
     assert len(set(uuids)) == 8
 
 
-def test_module_runs_on_the_node(host):
-    result = host.ansible("gpuops.nvidia.gpu_info", "xid_wait_ms=0", check=False)
-    assert result["gpu_count"] == 8
-    assert result["healthy"] is True
-    assert result["changed"] is False
+def test_the_record_agrees_with_nvidia_smi_and_the_node_profile(host):
+    # the node's profile (tests/lab/fake-nvml/profiles/hgx-h100.profile): 8 GPUs, driver 570.172.08
+    profile = host.file("/etc/gpuops-fake-nvml/profile").content_string
+    assert re.search(r"^gpu_count = 8$", profile, re.M) and re.search(r"^driver_version = 570.172.08$", profile, re.M)
+    # the driver's nvidia-smi: its GPUs (MIG devices are listed below them) and its version
+    smi = re.findall(r"^GPU (\d+): (.+) \(UUID: (GPU-[0-9a-f-]+)\)$", host.check_output("nvidia-smi -L"), re.M)
+    assert len(smi) == 8
+    assert "DRIVER version      : 570.172.08" in host.check_output("nvidia-smi --version")
+    data = json.loads(host.file("/var/lib/gpuops/gpu-inventory.json").content_string)
+    assert [(g["index"], g["name"], g["uuid"]) for g in data["gpus"]] == [(int(i), name, uuid) for i, name, uuid in smi]
+    assert data["driver"]["version"] == "570.172.08"

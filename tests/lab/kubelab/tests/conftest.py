@@ -5,7 +5,8 @@ By default the session brings up the built-in lab the way `make lab` does (GPU n
 cluster built from Kubernetes' source, the site playbook's host stages, the lab's operands) and
 leaves it running (`make lab-down` removes it). With GPUOPS_REAL_KUBECONFIG=PATH the same tests
 run against that cluster instead; the tests that need to reach into a lab node (podman) are then
-skipped with that reason, and GPUOPS_REAL_GPU_NODE names the GPU node to test on.
+skipped with that reason, and GPUOPS_REAL_GPU_NODE names the GPU node to test on. Under `make
+test` (GPUOPS_REQUIRE_ALL=1) a test whose prerequisite is missing fails instead (require()).
 """
 from __future__ import annotations
 
@@ -24,11 +25,16 @@ LAB = os.path.dirname(os.path.dirname(HERE))
 REPO = os.path.dirname(os.path.dirname(LAB))
 sys.path.insert(0, LAB)
 from labfacts import H100_UUIDS, L40S_UUIDS  # noqa: E402  pylint: disable=wrong-import-position
+from kubelab.waiting import wait_for  # noqa: E402  pylint: disable=wrong-import-position
 
 KUBECTL = os.path.join(REPO, ".venv", "bin", "kubectl")
 LAB_KUBECONFIG = os.path.join(REPO, ".build", "kube", "kubeconfig")
 MAKE_LAB_LOG = os.path.join(REPO, ".build", "make-lab.log")
 REAL = os.environ.get("GPUOPS_REAL_KUBECONFIG")
+# `make test` sets it: a missing prerequisite then fails the test instead of skipping it
+REQUIRE_ALL = os.environ.get("GPUOPS_REQUIRE_ALL") == "1"
+# the field manager of the roles' server-side apply (roles/k8s_objects)
+FIELD_MANAGER = "gpuops-nvidia"
 os.environ.setdefault("CONTAINERS_CONF", os.path.join(LAB, "containers.conf"))
 
 # the lab's GPU nodes and what their fake-NVML profiles say (labfacts, profiles/*.profile)
@@ -39,6 +45,59 @@ LAB_GPU_NODES = {
                         "driver": "580.95.05", "uuids": L40S_UUIDS},
 }
 TOOLBOX = os.environ.get("GPUOPS_TEST_IMAGE", "localhost/gpuops-lab/toolbox:1")
+
+
+def require(present, what, how):
+    """Skip (outside `make test`) or fail (under it) when a prerequisite is missing; the reason
+    names it and how to get it."""
+    if present:
+        return
+    message = f"{what} is missing: {how}"
+    if REQUIRE_ALL:
+        pytest.fail(message + " (make test must provide it)")
+    pytest.skip(message)
+
+
+def _owned(value, fields):
+    """The parts of VALUE that a managedFields entry's fieldsV1 (FIELDS) names, in VALUE's order."""
+    if not [key for key in fields if key != "."]:
+        return value  # a leaf (or a whole value) the manager owns
+    if isinstance(value, dict):
+        return {key[2:]: _owned(value[key[2:]], sub) for key, sub in fields.items()
+                if key.startswith("f:") and key[2:] in value}
+    if isinstance(value, list):
+        out = []
+        for item in value:
+            for key, sub in fields.items():
+                if key.startswith("k:") and isinstance(item, dict):
+                    ident = json.loads(key[2:])
+                    if all(item.get(k) == v for k, v in ident.items()):
+                        out.append(dict(ident, **_owned(item, sub)))
+                        break
+                elif key.startswith("v:") and json.loads(key[2:]) == item:
+                    out.append(item)
+                    break
+        return out
+    return value
+
+
+def applied_config(obj, manager=FIELD_MANAGER):
+    """What MANAGER applied of OBJ (as read before a test changed it): its server-side apply
+    entries' fields with OBJ's values. Applied again by the same manager, it puts back exactly
+    those fields and leaves the object's field ownership as it was."""
+    meta = obj["metadata"]
+    out = {"apiVersion": obj["apiVersion"], "kind": obj["kind"],
+           "metadata": {k: v for k, v in (("name", meta["name"]), ("namespace", meta.get("namespace"))) if v}}
+    entries = [e for e in meta.get("managedFields") or [] if e.get("manager") == manager and e.get("operation") == "Apply"]
+    assert entries, f"{obj['kind']}/{meta['name']} has no fields applied by {manager}"
+    for entry in entries:
+        owned = _owned(obj, entry["fieldsV1"])
+        for key, value in owned.items():
+            if key == "metadata":
+                out["metadata"].update(value)
+            else:
+                out[key] = value
+    return out
 
 
 class Kube:
@@ -67,14 +126,59 @@ class Kube:
                                                                   "items": list(objs)}))
 
     def wait(self, predicate, timeout=120, interval=1, what="condition"):
-        deadline = time.time() + timeout
-        last = None
-        while time.time() < deadline:
-            last = predicate()
-            if last:
-                return last
-            time.sleep(interval)
-        raise AssertionError(f"timed out after {timeout}s waiting for {what} (last: {last!r})")
+        return wait_for(predicate, timeout, what, interval)
+
+    def reapply(self, *saved, manager=FIELD_MANAGER):
+        """Puts back what the roles applied to the objects SAVED (read before a test changed them):
+        a server-side apply, as the roles' own field manager, of exactly the fields it owned."""
+        for obj in saved:
+            self.run("apply", "--server-side", f"--field-manager={manager}", "--force-conflicts", "-f", "-",
+                     input=json.dumps(applied_config(obj, manager)))
+
+    def applied_objects(self, namespace, kinds="daemonsets,deployments,configmaps,services,serviceaccounts"):
+        """{(kind, name): object, with its managedFields} of the roles' objects in NAMESPACE: what
+        reapply_changed() puts back."""
+        items = self.get("-n", namespace, kinds, "-l", "app.kubernetes.io/managed-by=gpuops.nvidia",
+                         "--show-managed-fields")["items"]
+        return {(o["kind"], o["metadata"]["name"]): o for o in items}
+
+    def reapply_changed(self, namespace, saved):
+        """Puts the roles' objects in NAMESPACE back as SAVED (applied_objects() before a test
+        changed them): each one whose applied fields differ is applied again as it was, the
+        DaemonSets among them rolled out; none may have appeared since. The (kind, name)s put back."""
+        now = self.applied_objects(namespace)
+        assert set(now) <= set(saved), f"objects the test made: {sorted(set(now) - set(saved))}"
+        changed = sorted(key for key in saved if key not in now
+                         or applied_config(now[key]) != applied_config(saved[key]))
+        self.reapply(*(saved[key] for key in changed))
+        for kind, name in changed:
+            if kind == "DaemonSet":
+                self.run("-n", namespace, "rollout", "status", f"daemonset/{name}", "--timeout=180s", timeout=200)
+        again = self.applied_objects(namespace)
+        restored = {key: applied_config(again[key]) for key in changed}
+        assert restored == {key: applied_config(saved[key]) for key in changed}, restored
+        return changed
+
+    def node_meta(self, name):
+        """A node's labels and annotations, less what changes on its own (GFD's timestamp, the
+        node controller's ttl)."""
+        meta = self.get("node", name)["metadata"]
+        return {"labels": {k: v for k, v in meta.get("labels", {}).items() if k != "nvidia.com/gfd.timestamp"},
+                "annotations": {k: v for k, v in meta.get("annotations", {}).items()
+                                if not k.startswith("node.alpha.kubernetes.io/")}}
+
+    def restore_node_meta(self, name, saved, keys):
+        """Puts the node's labels and annotations named by KEYS (prefixes) back as SAVED
+        (node_meta() before the test): set where they differ, removed where SAVED has none."""
+        now = self.node_meta(name)
+        patch = {}
+        for part in ("labels", "annotations"):
+            for key in set(saved[part]) | set(now[part]):
+                if key.startswith(keys) and saved[part].get(key) != now[part].get(key):
+                    patch.setdefault(part, {})[key] = saved[part].get(key)
+        if patch:
+            self.run("patch", "node", name, "--type=merge", "-p", json.dumps({"metadata": patch}))
+        return patch
 
     def pod_phase(self, ns, name):
         return self.get("-n", ns, "pod", name)["status"].get("phase")
@@ -84,8 +188,8 @@ class Kube:
         return self.get("-n", ns, "pod", name)
 
     def node_exec(self, node, script):
-        if not self.lab:
-            pytest.skip("reaches into a lab node (podman); not available with GPUOPS_REAL_KUBECONFIG")
+        require(self.lab, "a lab node to reach into (podman)",
+                "these tests run on the lab's cluster (make lab), not with GPUOPS_REAL_KUBECONFIG")
         return subprocess.run(["podman", "exec", node, "bash", "-c", script], capture_output=True, text=True,
                               timeout=300, check=False)
 
@@ -117,8 +221,9 @@ def kube():
 @pytest.fixture(scope="session")
 def lab_only(kube):
     """The lab's own cluster: the tests that change its nodes and operands skip on a real one."""
-    if not kube.lab:
-        pytest.skip("changes the lab's own nodes and operands")
+    require(kube.lab, "the lab's own cluster",
+            "this test changes the lab's nodes and operands: run it on the lab (make lab), not with "
+            "GPUOPS_REAL_KUBECONFIG")
     return kube
 
 
@@ -128,8 +233,7 @@ def gpu_nodes(kube):
     if kube.lab:
         return LAB_GPU_NODES
     name = os.environ.get("GPUOPS_REAL_GPU_NODE")
-    if not name:
-        pytest.skip("set GPUOPS_REAL_GPU_NODE (and optionally GPUOPS_REAL_GPU_COUNT) for a real cluster")
+    require(name, "GPUOPS_REAL_GPU_NODE", "set it (and optionally GPUOPS_REAL_GPU_COUNT) for a real cluster")
     return {name: {"gpus": int(os.environ.get("GPUOPS_REAL_GPU_COUNT", "1")), "product": None, "driver": None,
                    "uuids": None}}
 

@@ -27,6 +27,7 @@ def test_a_converged_lab_has_no_drift_and_a_changed_node_is_named(lab_only, tmp_
     res, nodes = audit(tmp_path)
     assert res.returncode == 0, res.stdout[-5000:]
     assert f"{H100}  no drift" in res.stdout and "2 node(s): 0 drifted, 0 outlier(s)" in res.stdout
+    assert set(nodes) == {H100, "gpuops-lab-l40s"}, nodes
     for name, node in nodes.items():
         assert not node["summary"]["drifted"], (name, [i for i in node["items"] if not i["ok"]])
         checked = {i["item"] for i in node["items"]}

@@ -12,7 +12,7 @@ import urllib.request
 
 import pytest
 
-from conftest import TOOLBOX
+from conftest import TOOLBOX, require
 
 
 def gpu_pod(name, node, count=1, runtime_class="nvidia", command=("nvidia-smi", "-L")):
@@ -30,8 +30,7 @@ def gpu_pod(name, node, count=1, runtime_class="nvidia", command=("nvidia-smi", 
 
 
 def test_requests_without_a_token_are_refused(kube):
-    if not kube.lab:
-        pytest.skip("the lab's own API server")
+    require(kube.lab, "the lab's own API server", "run on the lab (make lab), not with GPUOPS_REAL_KUBECONFIG")
     ctx = ssl.create_default_context(cafile=os.path.join(os.path.dirname(kube.kubeconfig), "pki", "ca.crt"))
     with pytest.raises(urllib.error.HTTPError) as err:
         urllib.request.urlopen("https://127.0.0.1:6443/api/v1/nodes", context=ctx, timeout=10)

@@ -9,13 +9,12 @@ import re
 import socket
 import subprocess
 import sys
-import time
-import urllib.error
 import urllib.request
 
 import pytest
 
 from conftest import LAB
+from kubelab.waiting import wait_for
 from labfacts import H100_MIG_UUIDS, H100_UUIDS, MIG_SCRIPT
 
 WITH_GPUS = os.path.join(LAB, "with-gpus")
@@ -40,40 +39,52 @@ def parse(text):
     return out
 
 
+def node_env(tmp_path, profile):
+    """The environment of the simulated node PROFILE (its fake NVML state under tmp_path)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GPUOPS_FAKE_NVML")}
+    env.update(GPUOPS_FAKE_NVML_STATE=str(tmp_path / f"{profile}.state"), NODE_NAME="node-a", TMPDIR=str(tmp_path))
+    return env
+
+
+def on_node(tmp_path, profile, script):
+    """Python SCRIPT in a process of its own on the simulated node (as an operator's tool)."""
+    subprocess.run([WITH_GPUS, profile, "--", sys.executable, "-c", script], env=node_env(tmp_path, profile),
+                   check=True, capture_output=True, timeout=60)
+
+
 @pytest.fixture
 def exporter(tmp_path):
     binary = exporter_binary()
     procs = []
 
     def start(profile, before=None):
-        env = {k: v for k, v in os.environ.items() if not k.startswith("GPUOPS_FAKE_NVML")}
-        env.update(GPUOPS_FAKE_NVML_STATE=str(tmp_path / f"{profile}.state"), NODE_NAME="node-a", TMPDIR=str(tmp_path))
         if before:
-            subprocess.run([WITH_GPUS, profile, "--", sys.executable, "-c", before], env=env, check=True,
-                           capture_output=True, timeout=60)
+            on_node(tmp_path, profile, before)
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             port = s.getsockname()[1]
-        log = open(tmp_path / "exporter.log", "w")  # pylint: disable=consider-using-with
-        procs.append(subprocess.Popen([WITH_GPUS, profile, "--", binary, "-f", COUNTERS,  # pylint: disable=consider-using-with
-                                       "-a", f"127.0.0.1:{port}", "-c", "500"], env=env, stdout=log,
-                                      stderr=subprocess.STDOUT))
+        log_path = tmp_path / "exporter.log"
+        log = open(log_path, "w")  # pylint: disable=consider-using-with
+        proc = subprocess.Popen([WITH_GPUS, profile, "--", binary, "-f", COUNTERS,  # pylint: disable=consider-using-with
+                                 "-a", f"127.0.0.1:{port}", "-c", "500"], env=node_env(tmp_path, profile), stdout=log,
+                                stderr=subprocess.STDOUT)
+        procs.append(proc)
         url = f"http://127.0.0.1:{port}"
-        for _attempt in range(100):
+
+        def healthy():
+            # the exporter collects once before it listens: an answer means /metrics has a collection
+            assert proc.poll() is None, f"the exporter exited ({proc.returncode}): {log_path.read_text()}"
             try:
                 with urllib.request.urlopen(url + "/health", timeout=2) as r:
-                    if r.status == 200:
-                        break
+                    return r.status == 200
             except OSError:
-                time.sleep(0.1)
-        else:
-            raise AssertionError("the exporter did not answer: " + (tmp_path / "exporter.log").read_text())
-        time.sleep(1)  # a collection after the XID events arrived
+                return False
+        wait_for(healthy, 10, f"the exporter to answer /health on {url}", interval=0.1)
 
         def metrics():
             with urllib.request.urlopen(url + "/metrics", timeout=5) as r:
                 return parse(r.read().decode())
-        return metrics, (tmp_path / "exporter.log")
+        return metrics, log_path
     yield start
     for p in procs:
         p.terminate()
@@ -110,18 +121,28 @@ def test_mig_devices_carry_their_instance(exporter):
     assert util == {str(i) for i in range(1, 8)}
 
 
-def test_xids_and_remapping_faults(exporter):
+def xid_values(metrics):
+    """{gpu: DCGM_FI_DEV_XID_ERRORS} of a collection."""
+    return {s[1]["gpu"]: s[2] for s in metrics() if s[0] == "DCGM_FI_DEV_XID_ERRORS"}
+
+
+def test_xids_and_remapping_faults(exporter, tmp_path):
     metrics, log = exporter("hgx-h100-faults")
+    # profiles/hgx-h100-faults.profile: GPU 1 XIDs 79 then 48, GPU 2 XID 94 and a failed row remap;
+    # the events arrive after the exporter's first collection: a later one carries the last of each
+    xids = wait_for(lambda: (x := xid_values(metrics)).get("1") == 48 and x.get("2") == 94 and x, 10,
+                    "the profile's XIDs in the metrics (GPU 1: 48, the last of 79 and 48; GPU 2: 94)")
+    assert xids["0"] == 0
     values = {(s[0], s[1]["gpu"]): s[2] for s in metrics()}
-    # profiles/hgx-h100-faults.profile: GPU 1 XIDs 79 then 48, GPU 2 XID 94 and a failed row remap
-    assert values[("DCGM_FI_DEV_XID_ERRORS", "1")] == 48
-    assert values[("DCGM_FI_DEV_XID_ERRORS", "2")] == 94
-    assert values[("DCGM_FI_DEV_XID_ERRORS", "0")] == 0
     assert values[("DCGM_FI_DEV_ROW_REMAP_FAILURE", "2")] == 1
     assert values[("DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS", "2")] == 9
     # GPU 7 fell off the bus: no series, and the log says so
     assert "7" not in {gpu for _field, gpu in values}
-    time.sleep(1.2)  # more collections: the problem is logged once, not per collection
+    # more collections: the problem is logged once, not per collection. A change made on the node
+    # now (GPU 0 partitioned, as an operator's tool would) shows in a collection made after it
+    on_node(tmp_path, "hgx-h100-faults", MIG_SCRIPT)
+    wait_for(lambda: any(s[1]["gpu"] == "0" and "GPU_I_ID" in s[1] for s in metrics()), 10,
+             "a collection after GPU 0 was partitioned (its MIG device's series)")
     lost = [line for line in log.read_text().splitlines() if "GPU 7: UUID" in line]
     assert len(lost) == 1 and "lost" in lost[0], log.read_text()
 

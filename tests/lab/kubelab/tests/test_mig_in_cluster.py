@@ -15,6 +15,7 @@ import time
 
 import pytest
 
+from conftest import require
 from test_roles import INVENTORY, extra, playbook
 
 NODE = "gpuops-lab-h100"
@@ -24,6 +25,10 @@ RECORD = "gpuops.nvidia/mig.paused-operands"
 OPERAND_PODS = "app.kubernetes.io/name in (nvidia-device-plugin,gpu-feature-discovery,dcgm-exporter)"
 CONFIGS = {"default": {"flags": {"migStrategy": "none"}}, "mig-mixed": {"flags": {"migStrategy": "mixed"}}}
 DP_CONFIGS = extra(device_plugin_configs=CONFIGS)
+NS = "gpuops-nvidia"
+# the node's labels and annotations the set-up and the tests change (GFD's and NFD's follow the GPUs)
+RESTORED_NODE_KEYS = ("nvidia.com/device-plugin.config", "nvidia.com/mig.config", "nvidia.com/gpu.deploy.",
+                      "gpuops.nvidia/")
 
 
 class LabelWatch:
@@ -83,11 +88,11 @@ def ready(pod):
 def mig_node(kube):
     """The H100 node with the device plugin config mig-mixed (migStrategy mixed); afterwards MIG
     off, the labels and the default config back as make lab left them."""
-    if not kube.lab:
-        pytest.skip("reconfigures the lab node's GPUs")
+    require(kube.lab, "the lab's own cluster", "this test reconfigures the lab node's GPUs: run it on the lab")
     host_vars = os.path.join(INVENTORY, "host_vars")
     os.makedirs(host_vars, exist_ok=True)
     path = os.path.join(host_vars, f"{NODE}.yml")
+    saved_objects, saved_meta = kube.applied_objects(NS), kube.node_meta(NODE)
     with open(path, "w", encoding="utf-8") as f:
         f.write("node_labels_device_plugin_config: mig-mixed\n")
     try:
@@ -97,9 +102,18 @@ def mig_node(kube):
         kube.node_exec(NODE, "fake-nvml-busy --clear")
         kube.run("label", "node", NODE, "nvidia.com/mig.config-", f"{STATE}-", check=False)
         os.remove(path)
+        # MIG off on the node's GPUs and its boot unit gone (the mig role's removal)
         playbook("site.yml", "--tags", "mig", "--limit", NODE, *extra(mig_state="absent", mig_cluster=False),
                  check=False)
-        playbook("site.yml", "--tags", "labels,operands", "--limit", NODE)
+        # what the set-up run and the tests changed in the cluster, put back: the node's config,
+        # MIG and deploy labels and our annotations, the operands' configurations and DaemonSets
+        kube.restore_node_meta(NODE, saved_meta, RESTORED_NODE_KEYS)
+        kube.reapply_changed(NS, saved_objects)
+        now = kube.node_meta(NODE)
+        assert {k: v for part in ("labels", "annotations") for k, v in now[part].items()
+                if k.startswith(RESTORED_NODE_KEYS)} == {k: v for part in ("labels", "annotations")
+                                                         for k, v in saved_meta[part].items()
+                                                         if k.startswith(RESTORED_NODE_KEYS)}
         kube.wait(lambda: node(kube)["status"]["allocatable"].get("nvidia.com/gpu") == "8", timeout=180,
                   what=f"{NODE}: 8 whole GPUs again")
 

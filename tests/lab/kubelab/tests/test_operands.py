@@ -12,7 +12,7 @@ import urllib.request
 
 import pytest
 
-from conftest import LAB, TOOLBOX
+from conftest import LAB, TOOLBOX, require
 from test_cluster import gpu_pod
 
 PROMETHEUS = os.environ.get("GPUOPS_REAL_PROMETHEUS_URL", "http://127.0.0.1:9090")
@@ -20,8 +20,8 @@ PROMETHEUS = os.environ.get("GPUOPS_REAL_PROMETHEUS_URL", "http://127.0.0.1:9090
 
 @pytest.fixture(scope="module")
 def prometheus(kube):
-    if not kube.lab and "GPUOPS_REAL_PROMETHEUS_URL" not in os.environ:
-        pytest.skip("set GPUOPS_REAL_PROMETHEUS_URL for a real cluster's Prometheus")
+    require(kube.lab or "GPUOPS_REAL_PROMETHEUS_URL" in os.environ, "GPUOPS_REAL_PROMETHEUS_URL",
+            "set it to the real cluster's Prometheus")
 
     def query(expr):
         url = f"{PROMETHEUS}/api/v1/query?" + urllib.parse.urlencode({"query": expr})
@@ -56,8 +56,7 @@ def test_prometheus_scrapes_a_dcgm_exporter_on_every_gpu_node(kube, gpu_nodes, p
 
 
 def test_exporter_values_are_the_gpus_own(kube, gpu_nodes, prometheus):
-    if not kube.lab:
-        pytest.skip("compares with the lab profiles' figures")
+    require(kube.lab, "the lab's GPU nodes", "this test compares with the lab profiles' figures: run it on the lab")
     # hgx-h100 GPU 0: 71342 mW, 81559 MiB in total (profiles/hgx-h100.profile; labfacts)
     node = "gpuops-lab-h100"
     power = kube.wait(lambda: prometheus(f'DCGM_FI_DEV_POWER_USAGE{{Hostname="{node}",gpu="0"}}'),
@@ -87,8 +86,7 @@ def test_a_gpu_pods_series_carry_its_name(kube, gpu_nodes, namespace, prometheus
 
 
 def test_synthetic_gpu_nodes_from_a_profile(kube):
-    if not kube.lab:
-        pytest.skip("kwok runs in the lab's control plane")
+    require(kube.lab, "the lab's control plane", "kwok runs there: run this test on the lab")
     res = subprocess.run([os.path.join(LAB, "kube"), "synthetic", "3", "hgx-h200"], capture_output=True, text=True,
                          timeout=300, check=False)
     assert res.returncode == 0, res.stderr

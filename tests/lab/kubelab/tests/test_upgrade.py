@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 
 import pytest
 
@@ -41,6 +40,15 @@ def upgrade(*args, check=True, **values):
 
 def node(kube, name):
     return kube.get("node", name)
+
+
+def refused_evictions(kube):
+    """How many evictions the API server refused (HTTP 429: a PodDisruptionBudget said no) since it
+    started, by its own request counter."""
+    text = kube.run("get", "--raw", "/metrics").stdout
+    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+               if line.startswith("apiserver_request_total{") and 'subresource="eviction"' in line
+               and 'code="429"' in line)
 
 
 def shape(kube, name):
@@ -136,14 +144,23 @@ def test_the_upgrade_moves_both_nodes_through_the_operators_states(upgrade_lab):
     kube.wait(lambda: kube.get("-n", ns, "deployment", "guarded")["status"].get("readyReplicas") == 1, timeout=120,
               what="the guarded workload")
 
+    helper_errors = []
+
     def allow_eviction_later():
         # while the L40S drains, the budget refuses; then the workload gets a replica on the H100
-        kube.wait(lambda: node(kube, L40S)["metadata"]["labels"].get(STATE) == "drain-required", timeout=1500,
-                  interval=2, what="the L40S to drain")
-        time.sleep(8)
-        kube.run("patch", "deployment", "guarded", "-n", ns, "--type=json", "-p",
-                 json.dumps([{"op": "remove", "path": "/spec/template/spec/nodeSelector"},
-                             {"op": "replace", "path": "/spec/replicas", "value": 2}]))
+        try:
+            kube.wait(lambda: node(kube, L40S)["metadata"]["labels"].get(STATE) == "drain-required", timeout=1500,
+                      interval=2, what="the L40S to drain")
+            # the drain asks again every driver_upgrade_drain_delay seconds while the budget refuses
+            refused = refused_evictions(kube)
+            kube.wait(lambda: refused_evictions(kube) > refused, timeout=60,
+                      what="the budget to refuse an eviction from the draining L40S (the API server's count of "
+                           "HTTP 429 evictions)")
+            kube.run("patch", "deployment", "guarded", "-n", ns, "--type=json", "-p",
+                     json.dumps([{"op": "remove", "path": "/spec/template/spec/nodeSelector"},
+                                 {"op": "replace", "path": "/spec/replicas", "value": 2}]))
+        except AssertionError as exc:
+            helper_errors.append(exc)
 
     # the earlier test left the H100 upgrade-failed; as if a run had then been killed while it drained
     # it, the node says drain-required: this run resumes it first, without being told to retry
@@ -155,6 +172,7 @@ def test_the_upgrade_moves_both_nodes_through_the_operators_states(upgrade_lab):
         res = upgrade("-v", check=False, driver_upgrade_max_unavailable=1, upgrade_canary=0)
     helper.join(5)
     out = res.stdout
+    assert not helper_errors, helper_errors
     assert res.returncode == 0, out[-6000:]
     assert f"resume (left midway by an earlier run): {H100}" in out and f"wave: {L40S}" in out
     steps = ["cordon-required", "pod-deletion-required", "drain-required", "pod-restart-required",

@@ -15,7 +15,7 @@ import tarfile
 
 import pytest
 
-from conftest import LAB
+from conftest import LAB, require
 from kubelab import images
 
 SAMPLE_HEAD = "[Vector addition of 50000 elements]\n"
@@ -30,7 +30,11 @@ PASSED = (SAMPLE_HEAD
 NO_DEVICE = "Failed to allocate device vector A (error code no CUDA-capable device is detected)!\n"
 # the device nodes a driver has besides the GPUs': none of them is a GPU
 CONTROL_NODES = ("nvidiactl", "nvidia-uvm", "nvidia-uvm-tools", "nvidia-modeset")
-as_root = pytest.mark.skipif(os.geteuid() != 0, reason="a private mount namespace and mknod need root")
+
+
+@pytest.fixture
+def as_root():
+    require(os.geteuid() == 0, "root", "a private mount namespace and mknod need root: run the tests as root")
 
 
 def vectoradd_dir():
@@ -84,7 +88,7 @@ def test_a_directory_or_a_dangling_link_is_no_device(binary, tmp_path):
     assert (res.returncode, res.stderr) == (1, NO_DEVICE)
 
 
-@as_root
+@pytest.mark.usefixtures("as_root")
 def test_in_dev_with_character_devices(binary):
     # the default place, /dev, in a private mount namespace: a tmpfs with or without nvidia0 (195, 0)
     def in_dev(*nodes):
