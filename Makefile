@@ -31,7 +31,7 @@ COLLECTION_SOURCES := galaxy.yml README.md LICENSE $(shell find meta plugins rol
 	changelogs -type f -not -path '*/__pycache__/*' 2>/dev/null)
 
 .PHONY: help lab lab-down test deps apt venv fake-nvml images collection sanity lint units \
-	lab-tests integration molecule clean ansible-test-env apt-repo runtime-binaries go-binaries
+	lab-tests lane-checks integration molecule clean ansible-test-env apt-repo runtime-binaries go-binaries
 
 help:
 	@echo "make lab      run the site playbook on the built-in lab (simulated GPU nodes)"
@@ -102,17 +102,20 @@ lab-down:
 ## ---- tests --------------------------------------------------------------------------------
 # Under `make test` a test whose prerequisite is missing fails instead of skipping
 # (GPUOPS_REQUIRE_ALL): only a reason a reader sees, like "no GPU", may skip a test.
-# molecule's scenarios and the lab cluster's tests run side by side (separate containers, networks
-# and ports; the cluster's tests mostly wait on pods and rollouts), each with its log kept whole.
 SETUP := deps fake-nvml images collection apt-repo go-binaries runtime-binaries
 PHASE := tests/lab/phases run
 test:
 	@tests/lab/phases reset
 	@trap 'tests/lab/phases report' EXIT; \
 	$(PHASE) set-up $(MAKE) --no-print-directory $(SETUP) && \
-	GPUOPS_REQUIRE_ALL=1 $(MAKE) --no-print-directory sanity lint units && \
-	GPUOPS_REQUIRE_ALL=1 $(MAKE) --no-print-directory -j2 --output-sync=target molecule lab-tests && \
-	GPUOPS_REQUIRE_ALL=1 $(MAKE) --no-print-directory integration
+	GPUOPS_REQUIRE_ALL=1 $(MAKE) --no-print-directory -j2 --output-sync=target lane-checks lab-tests
+
+# make test's two lanes, side by side: the checks that need no cluster (sanity, lint, units, the
+# molecule scenarios two at a time, the integration tests) and the lab's tests (the lab cluster's
+# mostly wait on pods and rollouts). Separate containers, networks and ports; each log kept whole.
+lane-checks:
+	$(MAKE) --no-print-directory sanity lint units && $(MAKE) --no-print-directory molecule && \
+	$(MAKE) --no-print-directory integration
 
 $(AT_ROOT): FORCE
 	@mkdir -p $(AT_ROOT)
