@@ -96,7 +96,6 @@ problems:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpuops.nvidia.plugins.module_utils.host import commands
 from ansible_collections.gpuops.nvidia.plugins.module_utils.runtime import detect
 
 
@@ -108,22 +107,11 @@ def main():
         ),
         supports_check_mode=True,
     )
-    installed, versions, active = {}, {}, []
-    systemctl = module.get_bin_path("systemctl")
-    for runtime in detect.RUNTIMES:
-        binary = module.get_bin_path(detect.BINARIES[runtime], opt_dirs=["/usr/local/bin", "/usr/bin", "/usr/sbin"])
-        running = bool(systemctl) and commands.output(
-            module, [systemctl, "is-active", detect.SERVICES[runtime]]).strip() == "active"
-        if running:
-            active.append(runtime)
-        if binary:
-            version = detect.parse_version(commands.output(module, [binary, "--version"]))
-            versions[runtime] = version
-            installed[runtime] = {"binary": binary, "version": ".".join(map(str, version)) if version else None,
-                                  "active": running}
-    endpoint, source = detect.kubelet_endpoint(module.params["host_root"])
-    choice = detect.choose(module.params["runtime"], versions, active, endpoint, source)
+    found = detect.probe(module, module.params["runtime"], module.params["host_root"])
+    choice = found["choice"]
     chosen = choice["runtime"]
+    installed = {runtime: dict(item, version=".".join(map(str, item["version"])) if item["version"] else None)
+                 for runtime, item in found["installed"].items()}
     for message in choice["warnings"]:
         module.warn(message)
     module.exit_json(
@@ -131,9 +119,10 @@ def main():
         runtime=chosen,
         reason=choice["reason"],
         version=(installed.get(chosen) or {}).get("version"),
-        cdi_supported=detect.cdi_supported(chosen, versions.get(chosen)) if chosen else None,
+        cdi_supported=detect.cdi_supported(chosen, (found["installed"].get(chosen) or {}).get("version")) if chosen
+        else None,
         installed=installed,
-        kubelet_endpoint={"endpoint": endpoint, "source": source},
+        kubelet_endpoint={"endpoint": found["endpoint"], "source": found["endpoint_source"]},
         problems=choice["problems"],
     )
 

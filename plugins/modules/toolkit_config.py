@@ -80,23 +80,11 @@ backup_file:
   type: str
 """
 
-import re
-
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
 from ansible_collections.gpuops.nvidia.plugins.module_utils.host import files
 from ansible_collections.gpuops.nvidia.plugins.module_utils.runtime import containerd, toolkit
 from ansible_collections.gpuops.nvidia.plugins.module_utils.runtime.common import ConfigError
-
-
-def toolkit_version(module) -> str | None:
-    """'1.18.0' from 'NVIDIA Container Toolkit CLI version 1.18.0'; None without nvidia-ctk."""
-    ctk = module.get_bin_path("nvidia-ctk")
-    if not ctk:
-        return None
-    rc, out, _err = module.run_command([ctk, "--version"], environ_update={"LANG": "C", "LC_ALL": "C"})
-    match = re.search(r"version\s+v?(\d+\.\d+\.\d+\S*)", out) if rc == 0 else None
-    return match.group(1) if match else None
 
 
 def main():
@@ -120,7 +108,7 @@ def main():
         plan = toolkit.configure(before, settings, source=path)
     except ConfigError as exc:
         module.fail_json(msg=str(exc))
-    result = {"changed": plan["changed"], "values": plan["values"], "toolkit_version": toolkit_version(module)}
+    result = {"changed": plan["changed"], "values": plan["values"], "toolkit_version": toolkit.installed_version(module)}
     if plan["changed"]:
         problem = files.check_writable(path)
         if problem:

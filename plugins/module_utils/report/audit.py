@@ -30,11 +30,6 @@ from ansible_collections.gpuops.nvidia.plugins.module_utils.report import node_r
 from ansible_collections.gpuops.nvidia.plugins.module_utils.runtime import cdi
 from ansible_collections.gpuops.nvidia.plugins.module_utils.runtime import detect
 
-CONFIGS = {
-    "containerd": ("/etc/containerd/config.toml", "/etc/containerd/conf.d"),
-    "crio": ("/etc/crio/crio.conf", "/etc/crio/crio.conf.d"),
-    "docker": ("/etc/docker/daemon.json", None),
-}
 DRIVER_RECORD = "driver package record"
 # the stage that writes each record anew once the unusable one is moved away
 REWRITTEN_BY = {DRIVER_RECORD: "the driver stage (site.yml --tags driver)",
@@ -62,17 +57,9 @@ def driver_requires(path: str) -> list:
 def runtime(module, requested: str, root: str) -> tuple:
     """(runtime, version) the audit checks: asked for, else the kubelet's, the one running or the
     one installed; (None, None) when there is none."""
-    installed, active = {}, []
-    systemctl = module.get_bin_path("systemctl")
-    for name in detect.RUNTIMES:
-        binary = module.get_bin_path(detect.BINARIES[name], opt_dirs=["/usr/local/bin", "/usr/bin", "/usr/sbin"])
-        if systemctl and commands.output(module, [systemctl, "is-active", detect.SERVICES[name]]).strip() == "active":
-            active.append(name)
-        if binary:
-            installed[name] = detect.parse_version(commands.output(module, [binary, "--version"]))
-    endpoint, source = detect.kubelet_endpoint(root)
-    choice = detect.choose(requested, installed, active, endpoint, source)
-    return choice["runtime"], installed.get(choice["runtime"])
+    found = detect.probe(module, requested, root)
+    chosen = found["choice"]["runtime"]
+    return chosen, (found["installed"].get(chosen) or {}).get("version")
 
 
 def config_texts(root: str, main: str, directory: str | None) -> dict:
@@ -104,7 +91,8 @@ def runtime_items(module, params: dict, root: str) -> tuple:
         return [drift.item("container runtime", "installed", "none found", False,
                            "install the container runtime the kubelet uses")], None
     cdi_on = uses_cdi(params["cdi"], name, version)
-    main, directory = CONFIGS[name]
+    main, drop_in = detect.CONFIG_FILES[name]
+    directory = os.path.dirname(drop_in) if drop_in else None
     if name == "containerd":
         found = drift.containerd_items(config_texts(root, main, directory), params["runtime_name"], cdi_on)
     elif name == "docker":

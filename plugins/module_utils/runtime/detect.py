@@ -4,8 +4,10 @@
 """Which container runtime a node actually uses, and why: the kubelet's
 --container-runtime-endpoint when there is a kubelet, else the runtime service that runs, else
 what is installed. Docker's packages install (and run) containerd too, so "containerd is there"
-says nothing about a Docker node. Pure functions over what module_utils readers found, plus
-the readers of the kubelet's configuration under a root directory."""
+says nothing about a Docker node. Pure functions over what module_utils readers found, the
+readers of the kubelet's configuration under a root directory, and probe(): the one look at the
+node's runtimes (binaries, versions, services) that container_runtime_info and node_audit share.
+The one table of where each runtime's configuration lives (CONFIG_FILES) and of CDI minimums."""
 
 from __future__ import annotations
 
@@ -14,12 +16,21 @@ import re
 
 __metaclass__ = type
 
+from ansible_collections.gpuops.nvidia.plugins.module_utils.host import commands
 from ansible_collections.gpuops.nvidia.plugins.module_utils.report import findings as fnd
 
 RUNTIMES = ("containerd", "crio", "docker")
 NAMES = {"containerd": "containerd", "crio": "CRI-O", "docker": "Docker"}
 BINARIES = {"containerd": "containerd", "crio": "crio", "docker": "dockerd"}
 SERVICES = {"containerd": "containerd.service", "crio": "crio.service", "docker": "docker.service"}
+# Each runtime's main configuration file and the NVIDIA drop-in this collection writes beside it
+# (None: Docker's daemon.json is merged in place); the drop-in's directory is what the runtime reads.
+CONFIG_FILES = {
+    "containerd": ("/etc/containerd/config.toml", "/etc/containerd/conf.d/99-nvidia.toml"),
+    "crio": ("/etc/crio/crio.conf", "/etc/crio/crio.conf.d/99-nvidia.toml"),
+    "docker": ("/etc/docker/daemon.json", None),
+}
+BINARY_DIRS = ["/usr/local/bin", "/usr/bin", "/usr/sbin"]
 # CDI: containerd 1.7 (keys honoured), CRI-O 1.23 (on by default), Docker 25 (features.cdi).
 CDI_MIN = {"containerd": (1, 7), "crio": (1, 23), "docker": (25, 0)}
 # Where kubelets are told their runtime endpoint (kubeadm, distribution defaults, config file).
@@ -151,3 +162,23 @@ def choose(requested: str, installed: dict, active: list, endpoint: str | None, 
         reason = "no container runtime is installed (looked for containerd, crio and dockerd)"
         problems.append(fnd.finding("no_runtime", "error", reason, install, subject="node"))
     return {"runtime": runtime, "reason": reason, "problems": problems, "warnings": warnings}
+
+
+def probe(module, requested: str = "auto", root: str = "/") -> dict:
+    """What the node has: {'installed': {runtime: {binary, version (tuple or None), active}},
+    'active': [runtimes whose service runs], 'endpoint', 'endpoint_source', and 'choice' (choose()'s
+    answer for requested)."""
+    installed, active = {}, []
+    systemctl = module.get_bin_path("systemctl")
+    for runtime in RUNTIMES:
+        binary = module.get_bin_path(BINARIES[runtime], opt_dirs=BINARY_DIRS)
+        running = bool(systemctl) and commands.output(module, [systemctl, "is-active", SERVICES[runtime]]).strip() == "active"
+        if running:
+            active.append(runtime)
+        if binary:
+            installed[runtime] = {"binary": binary, "active": running,
+                                  "version": parse_version(commands.output(module, [binary, "--version"]))}
+    endpoint, source = kubelet_endpoint(root)
+    versions = {runtime: found["version"] for runtime, found in installed.items()}
+    return {"installed": installed, "active": active, "endpoint": endpoint, "endpoint_source": source,
+            "choice": choose(requested, versions, active, endpoint, source)}

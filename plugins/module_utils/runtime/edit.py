@@ -23,11 +23,7 @@ from ansible_collections.gpuops.nvidia.plugins.module_utils.runtime import conta
 from ansible_collections.gpuops.nvidia.plugins.module_utils.runtime.common import (
     ConfigError, mask_secrets, mask_text, option_error)
 
-DEFAULTS = {
-    "containerd": ("/etc/containerd/config.toml", "/etc/containerd/conf.d/99-nvidia.toml"),
-    "crio": ("/etc/crio/crio.conf", "/etc/crio/crio.conf.d/99-nvidia.toml"),
-    "docker": ("/etc/docker/daemon.json", None),
-}
+DEFAULTS = detect.CONFIG_FILES
 
 
 def _keep_foreign_drop_in(changes, drop_in_path, state, warnings):
@@ -63,6 +59,11 @@ def _neighbours(drop_in_path, suffixes):
     return found
 
 
+def _runner(module):
+    """run(argv) -> (rc, out, err) for the validators, through host/commands (C locale)."""
+    return lambda argv: commands.run(module, argv)
+
+
 def _version_output(module, binary):
     rc, out, err = commands.run(module, [binary, "--version"])
     if rc != 0:
@@ -90,7 +91,7 @@ def _plan_containerd(module, params, config_path, drop_in_path):
     if drop_in_path:
         changes.append((drop_in_path, files.read_text(drop_in_path), plan["drop_in"]))
     if params["validate"] and binary and any(before != after for _p, before, after in changes):
-        problems = validation.containerd_config(module.run_command, binary, plan, drop_in_path, others,
+        problems = validation.containerd_config(_runner(module), binary, plan, drop_in_path, others,
                                                 params["runtime_name"], params["runtime_path"], params["state"])
         if problems:
             raise ConfigError("the planned containerd configuration is not valid, nothing was changed: %s"
@@ -140,7 +141,7 @@ def _plan_crio(module, params, config_path, drop_in_path):
                                "CRI-O packaging needs")
     binary = module.get_bin_path("crio", opt_dirs=["/usr/local/bin", "/usr/bin"])
     if params["validate"] and binary and plan["text"] != current:
-        problems = validation.crio_config(module.run_command, binary, config_path, read, plan["text"], drop_in_path,
+        problems = validation.crio_config(_runner(module), binary, config_path, read, plan["text"], drop_in_path,
                                           config_dir, params["runtime_name"], params["runtime_path"], params["state"])
         if problems:
             raise ConfigError("the planned CRI-O configuration is not valid, nothing was changed: %s" % "; ".join(problems))
@@ -178,7 +179,7 @@ def _plan_docker(module, params, config_path):
                               state=params["state"], source=config_path, record=_read_record(record_path))
     warnings = list(result["warnings"]) + ([cdi_warning] if cdi_warning else [])
     if params["validate"] and binary and result["text"] != current:
-        problems, notes = validation.docker_config(module.run_command, binary, result["text"], version)
+        problems, notes = validation.docker_config(_runner(module), binary, result["text"], version)
         if problems:
             raise ConfigError("the planned Docker configuration is not valid, nothing was changed: %s"
                               % "; ".join(problems))

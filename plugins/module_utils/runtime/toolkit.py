@@ -8,6 +8,9 @@ from __future__ import annotations
 
 __metaclass__ = type
 
+import re
+
+from ansible_collections.gpuops.nvidia.plugins.module_utils.host import commands
 from ansible_collections.gpuops.nvidia.plugins.module_utils.runtime import containerd
 from ansible_collections.gpuops.nvidia.plugins.module_utils.runtime.common import ConfigError
 
@@ -18,6 +21,12 @@ KEYS = {
     "cdi_default_kind": ("nvidia-container-runtime", "modes", "cdi", "default-kind"),
     "log_level": ("nvidia-container-runtime", "log-level"),
 }
+
+
+def installed_version(module) -> str | None:
+    """'1.18.0' from 'NVIDIA Container Toolkit CLI version 1.18.0'; None without nvidia-ctk."""
+    match = re.search(r"version\s+v?(\d+\.\d+\.\d+\S*)", commands.output(module, ["nvidia-ctk", "--version"]))
+    return match.group(1) if match else None
 
 
 def configure(text: str | None, settings: dict, source: str = "/etc/nvidia-container-runtime/config.toml") -> dict:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import os
 
-from test_roles import extra, playbook
+from test_roles import PLAYBOOKS, extra, playbook
 
 H100 = "gpuops-lab-h100"
 PIN = "/etc/apt/preferences.d/gpuops-nvidia-driver.pref"
@@ -17,7 +17,7 @@ PIN = "/etc/apt/preferences.d/gpuops-nvidia-driver.pref"
 
 def audit(tmp_path):
     report = tmp_path / "audit.json"
-    res = playbook("audit.yml", *extra(audit_report_path=str(report)), check=False)
+    res = playbook("audit.yml", *extra(gpuops_audit_report_path=str(report)), check=False)
     with open(report, encoding="utf-8") as handle:
         return res, {n["node"]: n for n in json.load(handle)["nodes"]}
 
@@ -63,9 +63,16 @@ DIGEST = ("find /etc/apt /etc/containerd /etc/cdi /var/run/cdi /var/lib/gpuops -
 
 def test_the_audit_is_check_mode_whatever_the_job_says(lab_only, tmp_path):
     """Run without --check, the audit changes nothing on the nodes (check mode is forced): the
-    files the stages own and the holds are the same before and after."""
+    files the stages own and the holds are the same before and after. With no report path given
+    the report is written in the working directory, never beside the playbook (inside the
+    installed collection when run by its FQCN)."""
     kube = lab_only
     before = {n: kube.node_exec(n, DIGEST).stdout for n in (H100, "gpuops-lab-l40s")}
-    res = playbook("audit.yml", *extra(audit_report_path=str(tmp_path / "r.json")), check=False)
-    assert res.returncode == 0 and os.path.exists(tmp_path / "r.json")
+    beside = os.path.join(PLAYBOOKS, "gpuops-audit-report.json")
+    assert not os.path.exists(beside)
+    res = playbook("audit.yml", check=False, cwd=str(tmp_path))
+    assert res.returncode == 0, res.stdout[-3000:]
+    with open(tmp_path / "gpuops-audit-report.json", encoding="utf-8") as handle:
+        assert {n["node"] for n in json.load(handle)["nodes"]} == {H100, "gpuops-lab-l40s"}
+    assert not os.path.exists(beside)
     assert {n: kube.node_exec(n, DIGEST).stdout for n in before} == before

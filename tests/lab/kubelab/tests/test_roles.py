@@ -22,12 +22,12 @@ TS4 = {"default": {"flags": {"migStrategy": "none"}},
        "ts-4": {"sharing": {"timeSlicing": {"resources": [{"name": "nvidia.com/gpu", "replicas": 4}]}}}}
 
 
-def playbook(name, *args, check=True, timeout=900):
+def playbook(name, *args, check=True, timeout=900, cwd=REPO):
     env = dict(os.environ, CONTAINERS_CONF=os.path.join(LAB, "containers.conf"),
                PATH=os.path.join(REPO, ".venv", "bin") + os.pathsep + os.environ.get("PATH", ""),
-               ANSIBLE_FORCE_COLOR="0", ANSIBLE_NOCOLOR="1")
+               ANSIBLE_FORCE_COLOR="0", ANSIBLE_NOCOLOR="1", ANSIBLE_CONFIG=os.path.join(REPO, "ansible.cfg"))
     res = subprocess.run([os.path.join(REPO, ".venv", "bin", "ansible-playbook"), "-i", INVENTORY,
-                          os.path.join(PLAYBOOKS, name), *args], cwd=REPO, env=env, capture_output=True,
+                          os.path.join(PLAYBOOKS, name), *args], cwd=cwd, env=env, capture_output=True,
                          text=True, timeout=timeout, check=False)
     if check and res.returncode != 0:
         raise AssertionError(f"ansible-playbook {name} {' '.join(args)} failed ({res.returncode}):\n"
