@@ -7,7 +7,9 @@
   hosts, ``ansible_play_hosts_all``) from the facts the stages left; a node not in ``hosts_ok``
   (``ansible_play_hosts``) failed.
 - ``fleet_lines(records)``: the summary as lines: one per node, failed and worst first, the verdicts
-  that ask for action, the totals."""
+  that ask for action, the totals.
+- ``results | stage_changes(stage)``: what the driver, container_toolkit or mig stage changed on
+  the node, in words, from its modules' registered results (the <stage>_changes facts)."""
 
 from __future__ import annotations
 
@@ -32,6 +34,16 @@ def fleet_records(hosts, hostvars, hosts_ok=None):
     return records
 
 
+def stage_changes(results, stage):
+    if not isinstance(results, dict):
+        raise AnsibleFilterError("stage_changes expects a dict of the stage's registered results, got %s"
+                                 % type(results).__name__)
+    try:
+        return fleet.stage_changes(stage, results)
+    except ValueError as exc:
+        raise AnsibleFilterError(str(exc))
+
+
 class FilterModule:
     def filters(self):
-        return {"fleet_records": fleet_records, "fleet_lines": fleet.lines}
+        return {"fleet_records": fleet_records, "fleet_lines": fleet.lines, "stage_changes": stage_changes}

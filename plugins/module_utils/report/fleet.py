@@ -4,7 +4,8 @@
 """The fleet summary that ends a playbook run: one record and one line per node - its verdict,
 driver, toolkit and what the run changed on it - from the facts the stages leave on each host
 (gpuops_nvidia from the GPU report, driver_result from the driver stage, container_toolkit_result
-from the toolkit stage, <stage>_changes from the driver, toolkit and MIG stages). Pure functions; the records are what
+from the toolkit stage, <stage>_changes from the driver, toolkit and MIG stages, which stage_changes
+computes from their modules' results). Pure functions; the records are what
 set_stats hands to AWX, one key per node, so the summaries of job slices merge."""
 
 from __future__ import annotations
@@ -16,6 +17,55 @@ from ansible_collections.gpuops.nvidia.plugins.module_utils.report.lines import 
 WIDTH = 100
 # what each stage says it changed on the node, in stage order
 CHANGES = ("driver_changes", "container_toolkit_changes", "mig_changes")
+
+
+def _installed(install: dict | None, names=None, but=()) -> list:
+    """The packages an apt_install result says it changed: those of names (all when None), but
+    not those of but."""
+    return [item.get("name") for item in (install or {}).get("changed_packages") or []
+            if (names is None or item.get("name") in names) and item.get("name") not in but]
+
+
+def _changed(result) -> bool:
+    return isinstance(result, dict) and bool(result.get("changed"))
+
+
+def stage_changes(stage: str, results: dict) -> list:
+    """What a stage changed on the node, in words, from its modules' registered results:
+
+    - driver: repo_changed, install (apt_install), prerequisites (packages installed with the
+      driver that are not the driver), version, rebooted;
+    - container_toolkit: repo_changed, install, packages, runtime, runtime_result (runtime_config),
+      cdi_result (cdi_spec);
+    - mig: config_name, result (mig present), absent_result (mig absent)."""
+    changes = []
+    if stage == "driver":
+        if results.get("repo_changed"):
+            changes.append("driver repository")
+        if _installed(results.get("install"), but=set(results.get("prerequisites") or [])):
+            changes.append("driver %s installed" % results.get("version"))
+        if results.get("rebooted"):
+            changes.append("rebooted")
+    elif stage == "container_toolkit":
+        cdi = results.get("cdi_result") or {}
+        if results.get("repo_changed"):
+            changes.append("toolkit repository")
+        if _installed(results.get("install"), set(results.get("packages") or [])):
+            changes.append("toolkit installed")
+        if _changed(results.get("runtime_result")):
+            changes.append("%s configured and restarted" % results.get("runtime"))
+        if cdi.get("regenerated"):
+            changes.append("CDI spec")
+        if cdi.get("refresh_units"):
+            changes.append("CDI refresh units: " + ", ".join(cdi["refresh_units"]))
+    elif stage == "mig":
+        if _changed(results.get("result")):
+            changes.append("MIG %s" % results.get("config_name"))
+        if _changed(results.get("absent_result")):
+            changes.append("MIG off")
+    else:
+        raise ValueError("stage_changes knows the stages driver, container_toolkit and mig, not %r" % (stage,))
+    return changes
 
 
 def record(name: str, facts: dict, failed: bool = False) -> dict:

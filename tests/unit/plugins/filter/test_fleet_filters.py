@@ -36,3 +36,13 @@ def test_finding_report_wraps_and_checks_like_finding_lines():
     assert lines[-1] == "    fix: do it"
     with pytest.raises(AnsibleFilterError):
         finding_filters.finding_report("not a list")
+
+
+def test_stage_changes_filter_refuses_what_is_not_a_dict_of_results():
+    from ansible.errors import AnsibleFilterError
+    from ansible_collections.gpuops.nvidia.plugins.filter.fleet import stage_changes
+    with pytest.raises(AnsibleFilterError, match="dict of the stage's registered results"):
+        stage_changes(["driver repository"], "driver")
+    with pytest.raises(AnsibleFilterError, match="not 'toolkit'"):
+        stage_changes({}, "toolkit")
+    assert stage_changes({"repo_changed": True}, "driver") == ["driver repository"]

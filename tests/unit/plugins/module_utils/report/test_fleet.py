@@ -2,6 +2,8 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 from __future__ import annotations
 
+import pytest
+
 from ansible_collections.gpuops.nvidia.plugins.module_utils.report import fleet
 
 
@@ -73,3 +75,53 @@ def test_the_reports_own_verdict_wins_over_a_later_gpu_info():
     item["gpuops_gpu_report"] = {"verdict": {"status": "rma", "text": "RMA GPU 7 (serial 1652223008586, lost)"},
                                  "inventory_changes": []}
     assert fleet.record("gpu-a", item)["verdict"] == "rma"
+
+
+# what each stage changed, from its modules' registered results (the <stage>_changes facts)
+INSTALL = {"changed": True, "changed_packages": [{"name": "dkms", "version": "3.0.10-8"},
+                                                 {"name": "cuda-drivers-570", "version": "570.172.08-1"}]}
+
+
+def test_driver_changes_name_the_repository_the_version_and_the_reboot():
+    results = {"repo_changed": True, "install": INSTALL, "prerequisites": ["dkms"], "version": "570.172.08",
+               "rebooted": True}
+    assert fleet.stage_changes("driver", results) == ["driver repository", "driver 570.172.08 installed", "rebooted"]
+
+
+def test_prerequisites_alone_are_not_a_driver_install():
+    install = {"changed": True, "changed_packages": [{"name": "dkms", "version": "3.0.10-8"}]}
+    assert fleet.stage_changes("driver", {"install": install, "prerequisites": ["dkms"], "version": "570"}) == []
+
+
+def test_a_converged_stage_changed_nothing():
+    assert fleet.stage_changes("driver", {"install": {"changed": False, "changed_packages": []}}) == []
+    assert fleet.stage_changes("container_toolkit", {"install": {}, "packages": ["nvidia-container-toolkit"],
+                                                     "runtime_result": {"changed": False},
+                                                     "cdi_result": {"regenerated": False, "refresh_units": []}}) == []
+    assert fleet.stage_changes("mig", {"result": {"changed": False}, "absent_result": {}}) == []
+
+
+def test_toolkit_changes_in_stage_order():
+    install = {"changed_packages": [{"name": "nvidia-container-toolkit", "version": "1.18.0-1"},
+                                    {"name": "python3-tomlkit", "version": "0.11.7-1"}]}
+    results = {"repo_changed": True, "install": install, "packages": ["nvidia-container-toolkit"],
+               "runtime": "crio", "runtime_result": {"changed": True},
+               "cdi_result": {"regenerated": True, "refresh_units": ["enabled nvidia-cdi-refresh.service"]}}
+    assert fleet.stage_changes("container_toolkit", results) == [
+        "toolkit repository", "toolkit installed", "crio configured and restarted", "CDI spec",
+        "CDI refresh units: enabled nvidia-cdi-refresh.service"]
+
+
+def test_only_the_toolkit_packages_count_as_the_toolkit_installed():
+    install = {"changed_packages": [{"name": "python3-tomlkit", "version": "0.11.7-1"}]}
+    assert fleet.stage_changes("container_toolkit", {"install": install, "packages": ["nvidia-container-toolkit"]}) == []
+
+
+def test_mig_changes():
+    assert fleet.stage_changes("mig", {"config_name": "all-1g.18gb", "result": {"changed": True}}) == ["MIG all-1g.18gb"]
+    assert fleet.stage_changes("mig", {"absent_result": {"changed": True}}) == ["MIG off"]
+
+
+def test_an_unknown_stage_is_refused():
+    with pytest.raises(ValueError, match="driver, container_toolkit and mig"):
+        fleet.stage_changes("gfd", {})
