@@ -44,7 +44,7 @@ def renamed_variables(old_names, renamed):
     for old in sorted(set(old_names or []) & set(renamed or {})):
         message = "the playbook variable %s is deprecated: set %s instead (the old name works until gpuops.nvidia %s)" % (
             old, renamed[old], RENAMED_UNTIL)
-        Display().deprecated(message, version=RENAMED_UNTIL, collection_name="gpuops.nvidia")
+        Display().deprecated(message, version="0.3.0", collection_name="gpuops.nvidia")
         messages.append(message)
     return messages
 

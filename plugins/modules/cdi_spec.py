@@ -192,5 +192,6 @@ def main():
     )
     module.exit_json(**cdi_refresh.run(module))
 
+
 if __name__ == "__main__":
     main()

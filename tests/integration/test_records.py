@@ -13,7 +13,7 @@ import os
 
 # (name, how the bad record is made at path, what the message says)
 UNUSABLE = [
-    ("directory", lambda path: os.mkdir(path), "is a directory, not a file: move it away"),
+    ("directory", os.mkdir, "is a directory, not a file: move it away"),
     ("not UTF-8", lambda path: _write(path, b"\xff\xfe{}"), "is not UTF-8 text"),
     ("not JSON", lambda path: _write(path, b"{broken"), "is not JSON"),
     ("a list", lambda path: _write(path, b"[1, 2]\n"), "holds a JSON list where a JSON object was expected"),

@@ -305,8 +305,8 @@ def test_the_plan_as_the_playbook_shows_it():
         "unavailable for other reasons: f",
     ]
     assert shown[7] == "each node, as its label nvidia.com/gpu-driver-upgrade-state says:"
-    assert shown[8:] == ["  %s: %s" % step for step in up.steps({"wait_for_jobs": "app=train", "wait_timeout": 60,
-                                                                  "drain": True, "reboot": True})]
+    steps = up.steps({"wait_for_jobs": "app=train", "wait_timeout": 60, "drain": True, "reboot": True})
+    assert shown[8:] == ["  %s: %s" % step for step in steps]
     assert "  wait-for-jobs-required: wait for the pods matching app=train to finish (60s at most)" in shown
     # nothing resumed, done, skipped or unavailable: no line for them
     plain = up.lines(up.plan([node("a"), node("b")], NEW, max_unavailable=1, canary=1))
