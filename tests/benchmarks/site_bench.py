@@ -96,5 +96,6 @@ def main():
     if any(c["changed"] for found in (counts, wcounts) for c in found.values()):
         sys.exit("the converged run changed something: it is not converged")
 
+
 if __name__ == "__main__":
     main()

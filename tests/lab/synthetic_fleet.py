@@ -97,7 +97,9 @@ class NodeWatch:
 
     def _now(self):
         """{node: (state, unschedulable, taints)} of the GPU nodes as the API server has them now."""
-        out = kubectl("get", "nodes", "-l", GPU_NODES, "-o", "jsonpath=" + self.TEMPLATE, kubeconfig=self.kubeconfig)
+        # (a list, unlike the watch's single objects: the template over each item)
+        out = kubectl("get", "nodes", "-l", GPU_NODES, "-o", "jsonpath={range .items[*]}" + self.TEMPLATE + "{end}",
+                      kubeconfig=self.kubeconfig)
         return {name: (state or None, unschedulable == "true", set(taints.split()))
                 for name, state, unschedulable, taints in
                 ((line.split("|") + ["", "", ""])[:4] for line in out.splitlines() if line)}
