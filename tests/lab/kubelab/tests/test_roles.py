@@ -197,27 +197,39 @@ def test_a_crash_looping_device_plugin_is_named_and_the_role_repairs_it(lab_only
     kube.run("-n", NS, "set", "env", "daemonset/nvidia-device-plugin", "-c", "nvidia-device-plugin",
              "CONFIG_FILE=/config/missing.yaml")
     try:
-        def crashing():
-            """{node: pod} of the device plugin pods that restarted with the broken configuration."""
+        def reached(restarted=False):
+            """{node: pod} of the device plugin pods with the broken configuration (RESTARTED: that
+            restarted with it at least once)."""
             pods = kube.get("-n", NS, "pods", "-l", "app.kubernetes.io/name=nvidia-device-plugin")["items"]
             return {p["spec"]["nodeName"]: p["metadata"]["name"] for p in pods
                     if any(e.get("value") == "/config/missing.yaml" for c in p["spec"]["containers"]
                            for e in c.get("env", []))
-                    and any(s.get("restartCount", 0) >= 1 for s in p["status"].get("containerStatuses", []))}
+                    and (not restarted or any(s.get("restartCount", 0) >= 1
+                                              for s in p["status"].get("containerStatuses", [])))}
         # the rolling update replaces max_unavailable (1) pods at a time: the nodes it reached crash
-        # loop; a node it has not reached keeps its working pod
-        broken = kube.wait(crashing, timeout=120,
+        # loop; a node it has not reached keeps its working pod (a crashing pod can pass for Ready
+        # for a moment, so the update may reach the next node while validation reads them)
+        broken = kube.wait(lambda: reached(restarted=True), timeout=120,
                            what="a device plugin pod restarting with CONFIG_FILE=/config/missing.yaml")
+        before = reached()
         res, nodes = validate(validate_workload=False)
+        after = reached()
         assert res.returncode != 0
         assert set(nodes) == set(gpu_nodes), nodes
         for name, node in nodes.items():
-            if name not in broken:
+            if name not in after:
                 assert node["ok"], node
-                continue
-            assert node["first_failure"] == "operands", node
-            assert re.search(rf"^operands: nvidia-device-plugin: {re.escape(broken[name])}: {CRASH_LOOP}",
-                             node["summary"], re.S), node["summary"]
+            elif name in broken:
+                assert node["first_failure"] == "operands", node
+                assert re.search(rf"^operands: nvidia-device-plugin: {re.escape(broken[name])}: {CRASH_LOOP}",
+                                 node["summary"], re.S), node["summary"]
+            elif name in before:
+                # reached before validation read it: its new pod, not yet restarted, is named
+                assert node["first_failure"] == "operands", node
+                assert f"nvidia-device-plugin: {before[name]}: " in node["summary"], node["summary"]
+            else:
+                # reached while validation ran: either what it read is true
+                assert node["ok"] or f"nvidia-device-plugin: {after[name]}: " in node["summary"], node
     finally:
         playbook("site.yml", "--tags", "operands")
     res, nodes = validate(validate_workload=False)
