@@ -72,7 +72,12 @@ def _owned(value, fields):
                 if key.startswith("k:") and isinstance(item, dict):
                     ident = json.loads(key[2:])
                     if all(item.get(k) == v for k, v in ident.items()):
-                        out.append(dict(ident, **_owned(item, sub)))
+                        owned = dict(ident, **_owned(item, sub))
+                        # an env var's empty value, which the API server leaves out when it writes
+                        # the object (omitempty) but the manager applied and owns
+                        if "f:value" in sub and "value" not in item and "valueFrom" not in item:
+                            owned["value"] = ""
+                        out.append(owned)
                         break
                 elif key.startswith("v:") and json.loads(key[2:]) == item:
                     out.append(item)
