@@ -8,7 +8,6 @@ import pytest
 import yaml
 
 from ansible_collections.gpuops.nvidia.plugins.doc_fragments.kube_auth import ModuleDocFragment
-from ansible_collections.gpuops.nvidia.plugins.lookup.k8s_auth import OPTIONS as LOOKUP_OPTIONS
 from ansible_collections.gpuops.nvidia.plugins.module_utils.k8s import api as kube_api
 
 KUBECONFIG = """apiVersion: v1
@@ -84,7 +83,7 @@ def test_an_unknown_context_is_named(kubeconfig):
         kube_api.connect({"kubeconfig": kubeconfig, "context": "staging"})
 
 
-# ---- the connection options: one argument spec, documented once, filled by the lookup ----------
+# ---- the connection options: one argument spec, documented once (the lookup's test: lookup/) --
 
 def test_the_doc_fragment_documents_the_connection_options_as_they_are():
     documented = yaml.safe_load(ModuleDocFragment.DOCUMENTATION)["options"]
@@ -92,10 +91,6 @@ def test_the_doc_fragment_documents_the_connection_options_as_they_are():
     for name, spec in kube_api.KUBE_ARGUMENT_SPEC.items():
         assert documented[name]["type"] == spec["type"], name
         assert documented[name].get("aliases", []) == spec.get("aliases", []), name
-
-
-def test_the_lookup_fills_every_connection_option():
-    assert sorted(LOOKUP_OPTIONS.values()) == sorted(kube_api.KUBE_ARGUMENT_SPEC)
 
 
 @pytest.mark.parametrize("options, names", [
