@@ -18,7 +18,7 @@ from typing import Any
 import testinfra
 from testinfra.utils import ansible_runner
 
-_PODMAN_CONNECTIONS = {"podman", "containers.podman.podman"}
+_PODMAN_CONNECTIONS = {"podman", "containers.podman.podman", "gpuops_lab_podman"}
 _original_get_ansible_host = ansible_runner.get_ansible_host
 
 
