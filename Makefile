@@ -31,7 +31,7 @@ COLLECTION_SOURCES := galaxy.yml README.md LICENSE $(shell find meta plugins rol
 	changelogs -type f -not -path '*/__pycache__/*' 2>/dev/null)
 
 .PHONY: help lab lab-down test deps apt venv fake-nvml images collection sanity lint units \
-	lab-tests lane-checks integration molecule clean ansible-test-env apt-repo runtime-binaries go-binaries
+	lab-tests lab-parts-tests lab-cluster-tests lane-checks integration molecule clean ansible-test-env apt-repo runtime-binaries go-binaries
 
 help:
 	@echo "make lab      run the site playbook on the built-in lab (simulated GPU nodes)"
@@ -108,14 +108,15 @@ test:
 	@tests/lab/phases reset
 	@trap 'tests/lab/phases report' EXIT; \
 	$(PHASE) set-up $(MAKE) --no-print-directory $(SETUP) && \
-	GPUOPS_REQUIRE_ALL=1 $(MAKE) --no-print-directory -j2 --output-sync=target lane-checks lab-tests
+	GPUOPS_REQUIRE_ALL=1 $(MAKE) --no-print-directory -j2 --output-sync=target lane-checks lab-cluster-tests
 
 # make test's two lanes, side by side: the checks that need no cluster (sanity, lint, units, the
-# molecule scenarios two at a time, the integration tests) and the lab's tests (the lab cluster's
-# mostly wait on pods and rollouts). Separate containers, networks and ports; each log kept whole.
+# lab parts' own tests, the molecule scenarios two at a time, the integration tests) and the lab
+# cluster's tests (the longest lane: it starts at once). Separate containers, networks and ports;
+# each log kept whole.
 lane-checks:
-	$(MAKE) --no-print-directory sanity lint units && $(MAKE) --no-print-directory molecule && \
-	$(MAKE) --no-print-directory integration
+	$(MAKE) --no-print-directory sanity lint units && $(MAKE) --no-print-directory lab-parts-tests && \
+	$(MAKE) --no-print-directory molecule && $(MAKE) --no-print-directory integration
 
 $(AT_ROOT): FORCE
 	@mkdir -p $(AT_ROOT)
@@ -143,8 +144,12 @@ units: ansible-test-env fake-nvml
 lint:
 	$(PHASE) ansible-lint $(BIN)/ansible-lint --offline
 
-lab-tests: fake-nvml apt images go-binaries
+lab-tests: lab-parts-tests lab-cluster-tests
+
+lab-parts-tests: fake-nvml apt images
 	$(PHASE) "lab: fake NVML, apt repository" $(BIN)/pytest -q -p no:cacheprovider tests/lab/fake-nvml/tests tests/lab/apt-repo
+
+lab-cluster-tests: fake-nvml apt images go-binaries
 	$(PHASE) "lab: cluster (kubelab)" $(BIN)/pytest -q -p no:cacheprovider --durations=15 tests/lab/kubelab/tests
 
 molecule: images fake-nvml collection apt-repo

@@ -171,7 +171,8 @@ def test_per_node_time_slicing_from_inventory_and_wrong_replicas_named(lab_only,
 
         wrong = json.loads(json.dumps(TS4))
         wrong["ts-4"]["sharing"]["timeSlicing"]["resources"][0]["replicas"] = 2
-        res, nodes = validate(device_plugin_configs=wrong)
+        # allocatable is checked before the workload: no test pod needed to name it
+        res, nodes = validate(device_plugin_configs=wrong, validate_workload=False)
         assert res.returncode != 0
         assert nodes[node]["first_failure"] == "allocatable", nodes[node]
         assert f"advertises {want}, expected {gpu_nodes[node]['gpus'] * 2}" in nodes[node]["summary"]
