@@ -23,15 +23,33 @@ description:
     (C(/var/lib/gpuops/apt-sources/<name>.refreshed)) records the key and source last refreshed.
   - Without O(url) only the pin is managed (packages from the distribution's own sources).
   - Key changes and diffs show fingerprints, algorithms, creation dates and uids, never base64.
+  - Every option is checked before anything is read or written - the names, the URLs, the pin's
+    version and package patterns - and refused with the fix named when apt could not take it as
+    it is (see the options).
+  - A source or pin file of the same name that this module did not write (a source names itself
+    in C(X-Repolib-Name), a pin in its C(Explanation)) - Debian's own C(debian.sources), an
+    administrator's file - is never taken over - O(state=present) fails and changes nothing - nor
+    removed - O(state=absent) leaves it, and the key of such a source, as they are, warns and
+    names them in RV(kept).
+  - A file it replaces is backed up first, under C(/var/lib/gpuops/backups/apt) (not beside it, as
+    apt reads every file in its directories); a file it removes is not (the same options write it
+    again).
 author:
   - gpuops.nvidia maintainers (@gpuops)
 options:
   name:
-    description: The source's name (its files are named after it).
+    description:
+      - The source's name (its files are named after it) - letters, digits, C(.), C(_) and C(-),
+        starting with a letter or digit, as apt reads names in its directories.
     type: str
     required: true
   url:
-    description: The repository's URL (a flat repository - C(Suites) C(/)); empty - no source, only the pin.
+    description:
+      - The repository's URL (a flat repository - C(Suites) C(/)); empty - no source, only the pin.
+      - A URL apt has a method for (C(http), C(https), C(file), C(ftp), C(copy), C(cdrom),
+        C(mirror), C(mirror+*), C(tor+*)), with no whitespace or line break and no credentials -
+        those belong in C(/etc/apt/auth.conf.d/) (mode 0600), where apt reads them, never in a
+        world-readable source file.
     type: str
     default: ""
   key:
@@ -45,6 +63,9 @@ options:
       - An apt pin - C(name) (the file's), C(packages) (name patterns) and C(version) (a pattern,
         C(580.*) or C(580.95.05-*); priority 1001 also allows the downgrade to it). An empty
         version removes the pin.
+      - The name follows O(name)'s rule; with a version, C(packages) may not be empty (an empty
+        C(Package) line stops every later C(apt-get install)), and the version and each pattern are
+        one token each (no whitespace or line break).
     type: dict
   state:
     description: C(absent) removes the source, its key and the pin.
@@ -119,6 +140,16 @@ refreshed:
   description: Whether this source's lists were refreshed.
   returned: always
   type: bool
+backups:
+  description: The copies of the files it replaced (would be none in check mode).
+  returned: always
+  type: list
+  elements: str
+kept:
+  description: Files of the source's name that this module did not write, left as they are (O(state=absent)).
+  returned: always
+  type: list
+  elements: str
 refresh_needed:
   description: Whether this source's lists were (would be, in check mode) refreshed because the last refresh of this key and source did not succeed.
   returned: always

@@ -76,3 +76,51 @@ def test_a_failed_refresh_is_tried_again_then_nothing_changes(served):
 
     removed = run({"name": NAME, "state": "absent"})
     assert removed["changed"] is True and not any(os.path.exists(path) for path in FILES)
+
+
+def _apt_works():
+    """apt's own answer: it still reads every source and pin (a broken pin or source stops it)."""
+    return subprocess.run(["apt-get", "-s", "-q", "install", "coreutils"], capture_output=True, text=True,
+                          check=False)
+
+
+def test_input_apt_could_not_take_is_refused_and_apt_keeps_working(served):
+    _root, base = served
+    key = open(os.path.join(APT_REPO, "keys", "good.asc"), encoding="utf-8").read()
+    pin_path = "/etc/apt/preferences.d/gpuops-test-pin.pref"
+    before = sorted(os.listdir("/etc/apt/sources.list.d")), sorted(os.listdir("/etc/apt/preferences.d"))
+    cases = [
+        ({"name": NAME, "url": "", "pin": {"name": "gpuops-test-pin", "packages": [], "version": "580.*"}},
+         "has a version but no packages"),
+        ({"name": NAME, "url": base + "/cuda/\nTrusted: yes", "key": key}, "a line break would add a field"),
+        ({"name": "gpuops test", "url": base + "/cuda/", "key": key}, "cannot name a file apt reads"),
+        ({"name": NAME, "url": base.replace("http://", "http://ops:hunter2@") + "/cuda/", "key": key},
+         "/etc/apt/auth.conf.d/"),
+    ]
+    for args, words in cases:
+        result = run(args)
+        assert result.get("failed") is True and words in result["msg"], (args, result)
+        assert result["changed"] is False and "hunter2" not in json.dumps(result)
+    assert (sorted(os.listdir("/etc/apt/sources.list.d")), sorted(os.listdir("/etc/apt/preferences.d"))) == before
+    assert not os.path.exists(pin_path)
+    works = _apt_works()
+    assert works.returncode == 0, works.stderr
+
+
+def test_a_file_it_did_not_write_is_never_taken_over_or_removed(served):
+    _root, base = served
+    key = open(os.path.join(APT_REPO, "keys", "good.asc"), encoding="utf-8").read()
+    theirs = "/etc/apt/sources.list.d/%s.sources" % NAME
+    content = "Types: deb\nURIs: %s/cuda/\nSuites: /\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n" % base
+    with open(theirs, "w", encoding="utf-8") as handle:
+        handle.write(content)
+    try:
+        taken = run({"name": NAME, "url": base + "/cuda/", "key": key})
+        assert taken.get("failed") is True and "was not written by gpuops.nvidia" in taken["msg"], taken
+        removed = run({"name": NAME, "state": "absent"})
+        assert removed.get("failed") is not True and removed["changed"] is False and theirs in removed["kept"], removed
+        with open(theirs, encoding="utf-8") as handle:
+            assert handle.read() == content
+        assert not os.path.exists(FILES[0])
+    finally:
+        os.unlink(theirs)

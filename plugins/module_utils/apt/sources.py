@@ -7,13 +7,20 @@ keyring, the deb822 source trusted only with that key, an apt pin, and a refresh
 lists when the key or the source changed - or when the last refresh of them failed (a marker
 under records.APT_SOURCES says which key and source were last refreshed).
 
-``plan`` is pure: the options in, the file each path should hold (None: absent) out; ``apply``
-compares them with the files, writes (not in check mode) and refreshes. Raises ops.AptError."""
+``check`` refuses, before anything is read or written, every option apt could not take as it
+is: a name that is no file name apt reads, a URL with whitespace, a line break (a field of its
+own in the .sources file), credentials or a scheme apt has no method for, a pin without packages
+or with a pattern that is not one token. ``plan`` is pure: the options in, the file each path
+should hold (None: absent) out; ``apply`` compares them with the files, refuses to take over a
+source or pin file it did not write (state=absent leaves such a file alone and says so), backs
+up every file it replaces (under BACKUPS, outside apt's directories, which read every file),
+writes (not in check mode) and refreshes. Raises ops.AptError."""
 
 from __future__ import annotations
 
 import hashlib
 import os
+import re
 
 __metaclass__ = type
 
@@ -27,6 +34,19 @@ KEYRINGS = "/etc/apt/keyrings"
 SOURCES = "/etc/apt/sources.list.d"
 PREFERENCES = "/etc/apt/preferences.d"
 MARKERS = records.APT_SOURCES
+BACKUPS = records.ROOT + "/backups/apt"
+
+# what apt reads in sources.list.d and preferences.d: letters, digits, '_', '-' and '.'
+NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
+# one token of a deb822 or preferences field: no whitespace, no control character
+TOKEN = re.compile(r"^[^\s\x00-\x1f\x7f]+$")
+# the URI schemes apt has methods for (apt-transport-* aside)
+SCHEMES = ("http", "https", "file", "ftp", "copy", "cdrom", "mirror", "mirror+http", "mirror+https", "mirror+file",
+           "tor+http", "tor+https")
+PIN_KEYS = ("name", "packages", "version")
+# what marks the files this module writes (ansible.builtin.deb822_repository writes the first too)
+OWN_SOURCE = "X-Repolib-Name"
+OWN_PIN = "Managed by gpuops.nvidia"
 
 
 def read_bytes(path: str) -> bytes | None:
@@ -38,20 +58,25 @@ def read_bytes(path: str) -> bytes | None:
         return None
 
 
+def redact(url: str) -> str:
+    """url with any user and password replaced by ***, for messages."""
+    return re.sub(r"^([A-Za-z][A-Za-z0-9+.-]*://)[^/@]*@", r"\1***@", url or "")
+
+
 def download(module, url: str, timeout: int = 30) -> bytes:
     """The key at url (Ansible's fetch_url: the module's proxy settings and validate_certs)."""
     from ansible.module_utils.urls import fetch_url  # pylint: disable=import-outside-toplevel
     response, info = fetch_url(module, url, timeout=timeout)
     if info.get("status") != 200 or response is None:
         raise ops.AptError("cannot download the repository key from %s: %s %s; nothing was changed"
-                           % (url, info.get("status"), info.get("msg")))
+                           % (redact(url), info.get("status"), redact(str(info.get("msg")))))
     return response.read()
 
 
 def wanted_key(module, content: str | None, url: str | None, path: str, timeout: int = 30) -> tuple:
     """(bytes, keys) of the key to install from its content or URL, checked to be an OpenPGP public
     key (ASCII-armored where path is an .asc keyring) before anything is written."""
-    source = url or "the given content"
+    source = redact(url) if url else "the given content"
     data = download(module, url, timeout) if url else to_bytes(content)
     if path.endswith(".asc") and not data.lstrip().startswith(b"-----BEGIN PGP PUBLIC KEY BLOCK-----"):
         raise ops.AptError("the repository key from %s is not ASCII-armored, which %s (.asc) must be for apt; give the "
@@ -90,14 +115,86 @@ def paths(name: str, pin: dict | None = None) -> dict:
     return found
 
 
+def _url_problem(option: str, url: str, schemes: tuple) -> str | None:
+    """Why url cannot be option's value, or None."""
+    if not TOKEN.match(url):
+        return ("%s %r holds whitespace or a control character (a line break would add a field of its own to the "
+                "source): give the URL alone" % (option, redact(url)))
+    match = re.match(r"^([A-Za-z][A-Za-z0-9+.-]*):(.+)$", url)
+    scheme, rest = (match.group(1).lower(), match.group(2)) if match else ("", "")
+    local = scheme in ("file", "copy", "cdrom", "mirror+file")
+    if scheme not in schemes or not (local or (rest.startswith("//") and len(rest) > 2)):
+        return "%s %s is not a URL apt can fetch: use one of %s://" % (option, redact(url), ", ".join(schemes))
+    if rest.startswith("//") and "@" in rest[2:].split("/", 1)[0]:
+        return ("%s %s carries credentials (user:password@host), which would be stored in a world-readable file "
+                "and shown in logs: give the URL without them and put them in /etc/apt/auth.conf.d/ (mode 0600, "
+                "'machine HOST login USER password PASSWORD'), where apt reads them" % (option, redact(url)))
+    return None
+
+
+def _pin_problem(pin) -> str | None:
+    """Why pin cannot be applied, or None."""
+    usage = "pin needs a name and a list of packages (and a version, or '' to remove it)"
+    if not isinstance(pin, dict) or not pin.get("name") or not isinstance(pin.get("packages") or [], list):
+        return usage
+    unknown = sorted(set(pin) - set(PIN_KEYS))
+    if unknown:
+        return "pin has no option %s: %s" % (", ".join(map(str, unknown)), usage)
+    if not isinstance(pin["name"], str) or not NAME.match(pin["name"]):
+        return ("pin name %r cannot name a file apt reads in %s: use letters, digits, '.', '_' and '-', starting "
+                "with a letter or digit" % (pin["name"], PREFERENCES))
+    version = pin.get("version")
+    if version in (None, ""):
+        return None  # the pin is removed: its packages do not matter
+    if not isinstance(version, str) or not TOKEN.match(version):
+        return ("pin version %r is not one version pattern (no whitespace or line break): give, for example, "
+                "580.* or 580.95.05-*" % (version,))
+    packages = pin.get("packages") or []
+    if not packages:
+        return ("pin %s has a version but no packages: apt refuses every install after an empty Package: line; "
+                "give the package name patterns it pins (for example nvidia-*)" % pin["name"])
+    bad = [package for package in packages if not isinstance(package, str) or not TOKEN.match(package)]
+    if bad:
+        return ("pin packages %s are not package name patterns (one token each, no whitespace or line break)"
+                % ", ".join(repr(package) for package in bad))
+    return None
+
+
 def check(params: dict) -> str | None:
     """Why the options cannot be applied, or None."""
-    pin = params.get("pin") or {}
-    if pin and (not pin.get("name") or not isinstance(pin.get("packages") or [], list)):
-        return "pin needs a name and a list of packages (and a version, or '' to remove it)"
+    name = params["name"]
+    if not isinstance(name, str) or not NAME.match(name):
+        return ("name %r cannot name a file apt reads (%s/NAME.sources): use letters, digits, '.', '_' and '-', "
+                "starting with a letter or digit" % (name, SOURCES))
+    problem = _pin_problem(params["pin"]) if params.get("pin") else None
+    if problem:
+        return problem
+    if params["url"]:
+        problem = _url_problem("url", params["url"], SCHEMES)
+        if problem:
+            return problem
+    if params.get("key_url"):
+        problem = _url_problem("key_url", params["key_url"], ("http", "https", "ftp", "file"))
+        if problem and "carries credentials" not in problem:
+            return problem  # a key URL's credentials go to fetch_url; messages never show them
     if params["state"] == "present" and params["url"] and not (params.get("key") or params.get("key_url")):
-        return "the source %s needs its signing key: give key (its content) or key_url" % params["name"]
+        return "the source %s needs its signing key: give key (its content) or key_url" % name
     return None
+
+
+def owned(path: str, data: bytes | None, name: str) -> bool:
+    """Whether the existing file at path (its bytes DATA) was written by this module for the source
+    NAME: a source with its X-Repolib-Name, a pin with its Explanation; a keyring counts as the
+    source's own."""
+    if data is None:
+        return True
+    text = data.decode("utf-8", "replace")
+    if path.endswith(".sources"):
+        return any(line.split(":", 1)[0].strip() == OWN_SOURCE and line.split(":", 1)[1].strip() == name
+                   for line in text.splitlines() if ":" in line)
+    if path.startswith(PREFERENCES):
+        return OWN_PIN in text
+    return True
 
 
 def plan(params: dict, key: bytes | None) -> dict:
@@ -117,15 +214,26 @@ def plan(params: dict, key: bytes | None) -> dict:
     return {"files": wanted, "stamp": stamp, "paths": where}
 
 
+def hide_credentials(module, *urls) -> None:
+    """The user:password of each URL masked wherever the module's result shows it (its
+    invocation included), as an argument marked no_log is."""
+    for url in urls:
+        match = re.match(r"^[A-Za-z][A-Za-z0-9+.-]*://([^/@]*)@", url or "")
+        if match and hasattr(module, "no_log_values"):
+            module.no_log_values.update(part for part in (match.group(1), match.group(1).partition(":")[2]) if part)
+
+
 def apply(module, params: dict) -> dict:
     """The source, its key and its pin as params say: the result apt_source reports."""
+    hide_credentials(module, params.get("url"), params.get("key_url"))
     problem = check(params)
     if problem:
         raise ops.AptError(problem)
     for variable, value in params["environment"].items():
         os.environ[variable] = str(value)  # the key's download goes through the proxy too
     present = params["state"] == "present"
-    result = {"changed": False, "files": [], "source_changed": False, "refreshed": False, "refresh_needed": False}
+    result = {"changed": False, "files": [], "source_changed": False, "refreshed": False, "refresh_needed": False,
+              "backups": []}
     key, keys = None, []
     if present and params["url"]:
         key, keys = wanted_key(module, params.get("key"), params.get("key_url"), paths(params["name"])["keyring"],
@@ -133,10 +241,21 @@ def apply(module, params: dict) -> dict:
         result["keys"] = keys
     steps = plan(params, key)
     where, diffs = steps["paths"], []
-    for path, after in steps["files"].items():
+    foreign = [path for path in steps["files"] if not owned(path, read_bytes(path), params["name"])]
+    if foreign and present:
+        raise ops.AptError("%s exists and was not written by gpuops.nvidia (%s): it is never taken over; choose "
+                           "another name, or move the file away if it is meant to be replaced; nothing was changed"
+                           % (", ".join(foreign), "a source names itself in X-Repolib-Name, a pin in its Explanation"))
+    if where["source"] in foreign:
+        foreign.append(where["keyring"])  # the key of a source that is not ours is not ours either
+    result["kept"] = foreign
+    for path in foreign:
+        module.warn("%s was not written by gpuops.nvidia: left as it is" % path)
+    for path, after in list(steps["files"].items()):
         before = read_bytes(path)
         after = to_bytes(after) if after is not None else None
-        if before == after:
+        if before == after or path in foreign:
+            steps["files"].pop(path)
             continue
         problem = files.check_writable(path)
         if problem:
@@ -157,7 +276,11 @@ def apply(module, params: dict) -> dict:
             if steps["files"][path] is None:
                 files.remove(module, path)
             else:
-                files.write_atomic(module, path, steps["files"][path], mode=0o644)
+                # a file replaced keeps a copy (a removed one is rebuilt from the same options)
+                made = files.write_atomic(module, path, steps["files"][path], mode=0o644, keep_backup=True,
+                                          backup_dir=BACKUPS)
+                if made:
+                    result["backups"].append(made)
         if refresh:
             try:
                 ops.refresh(module, sources=[where["source"]], hints=params["hints"], environment=params["environment"])
@@ -175,6 +298,7 @@ def apply(module, params: dict) -> dict:
 
 def apply_key(module, params: dict) -> dict:
     """One keyring at params' path as params say: the result repo_key reports."""
+    hide_credentials(module, params.get("url"))
     path = params["path"]
     before = read_bytes(path)
     previous = known_keys(before)

@@ -65,7 +65,7 @@ def test_plan(options, expected):
 @pytest.fixture
 def etc(tmp_path, monkeypatch):
     for name, directory in (("KEYRINGS", "keyrings"), ("SOURCES", "sources.list.d"), ("PREFERENCES", "preferences.d"),
-                            ("MARKERS", "apt-sources")):
+                            ("MARKERS", "apt-sources"), ("BACKUPS", "backups")):
         monkeypatch.setattr(sources, name, str(tmp_path / directory))
     refreshed = []
 
@@ -143,3 +143,113 @@ def test_apply_key(fake, tmp_path):
     assert again["changed"] is False and len(again["previous_keys"]) == 2
     removed = sources.apply_key(module, {"path": path, "content": None, "url": None, "timeout": 30, "state": "absent"})
     assert removed["changed"] is True and not os.path.exists(path)
+
+
+# ---- options apt could not take as they are: refused before anything is read or written ---------
+
+@pytest.mark.parametrize("options, words", [
+    ({"name": "my repo"}, "name 'my repo' cannot name a file apt reads"),
+    ({"name": "../../etc/passwd"}, "cannot name a file apt reads"),
+    ({"name": "nvidia/cuda"}, "cannot name a file apt reads"),
+    ({"name": ".hidden"}, "starting with a letter or digit"),
+    ({"name": "cuda\nTrusted: yes"}, "cannot name a file apt reads"),
+    ({"url": URL + "\nTrusted: yes"}, "holds whitespace or a control character (a line break"),
+    ({"url": "http://127.0.0.1:8765/cuda/ extra"}, "holds whitespace"),
+    ({"url": "gopher://example.com/"}, "is not a URL apt can fetch"),
+    ({"url": "127.0.0.1/cuda"}, "is not a URL apt can fetch"),
+    ({"url": "https://"}, "is not a URL apt can fetch"),
+    ({"url": "https://ada:s3cret@repo.example.com/cuda/"}, "/etc/apt/auth.conf.d/ (mode 0600"),
+    ({"key_url": "https://repo.example.com/key\n.asc", "key": None}, "key_url"),
+    ({"pin": dict(PIN, packages=[])}, "has a version but no packages: apt refuses every install"),
+    ({"pin": dict(PIN, packages=None)}, "has a version but no packages"),
+    ({"pin": dict(PIN, packages=["nvidia-*", "cuda drivers"])}, "are not package name patterns"),
+    ({"pin": dict(PIN, packages=["nvidia-*\nPin-Priority: -1"])}, "are not package name patterns"),
+    ({"pin": dict(PIN, version="580.*\nPin-Priority: -1")}, "is not one version pattern"),
+    ({"pin": dict(PIN, version="580 *")}, "is not one version pattern"),
+    ({"pin": dict(PIN, name="driver pin")}, "pin name 'driver pin' cannot name a file apt reads"),
+    ({"pin": dict(PIN, priority=100)}, "pin has no option priority"),
+    ({"pin": "nvidia-*"}, "pin needs a name and a list of packages"),
+])
+def test_options_apt_could_not_take_are_refused(options, words):
+    problem = sources.check(params(**options))
+    assert problem is not None and words in problem, problem
+
+
+@pytest.mark.parametrize("options", [
+    {"url": "file:///srv/mirror/cuda/"}, {"url": "file:/srv/mirror/cuda/"}, {"url": "mirror+https://mirrors.example/list"},
+    {"url": "HTTPS://developer.download.nvidia.com/compute/cuda/repos/debian12/x86_64/"},
+    {"pin": dict(PIN, packages=[], version="")}, {"pin": {"name": "old-pin", "packages": [], "version": ""}},
+    {"pin": dict(PIN, packages=["/^nvidia-.*$/", "libnvidia-*", "cuda-drivers:amd64"], version="580.95.05-1")},
+    {"name": "nvidia-container-toolkit_1.18.0"},
+])
+def test_options_apt_takes_are_accepted(options):
+    assert sources.check(params(**options)) is None
+
+
+def test_a_password_in_a_url_is_never_in_the_message():
+    problem = sources.check(params(url="https://lovelace:s3cret@repo.example.com/cuda/"))
+    assert "s3cret" not in problem and "lovelace" not in problem and "https://***@repo.example.com/cuda/" in problem
+    assert sources.redact("https://u:p@h/x") == "https://***@h/x" and sources.redact("http://h/x@y") == "http://h/x@y"
+
+
+def test_a_key_url_with_a_password_names_it_redacted_when_the_download_fails(fake, monkeypatch):
+    from ansible.module_utils import urls  # pylint: disable=import-outside-toplevel
+    monkeypatch.setattr(urls, "fetch_url", lambda module, url, timeout: (None, {"status": 401, "msg": "HTTP Error 401"}))
+    with pytest.raises(ops.AptError) as failure:
+        sources.download(fake(), "https://ada:s3cret@repo.example.com/key.asc")
+    assert "s3cret" not in str(failure.value) and "https://***@repo.example.com/key.asc: 401" in str(failure.value)
+
+
+# ---- files it did not write: never taken over, never removed; replaced files kept ---------------
+
+DEBIAN = "Types: deb\nURIs: http://deb.debian.org/debian\nSuites: bookworm\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n"
+
+
+def test_a_source_file_it_did_not_write_is_neither_taken_over_nor_removed(fake, etc):
+    tmp_path, refreshed = etc
+    (tmp_path / "sources.list.d").mkdir()
+    (tmp_path / "keyrings").mkdir()
+    theirs = tmp_path / "sources.list.d" / "debian.sources"
+    theirs.write_text(DEBIAN)
+    (tmp_path / "keyrings" / "debian.asc").write_bytes(b"their key")
+    module = fake()
+    module.fail_refresh = False
+    with pytest.raises(ops.AptError, match="debian.sources exists and was not written by gpuops.nvidia") as failure:
+        sources.apply(module, params(name="debian"))
+    assert "nothing was changed" in str(failure.value) and failure.value.changed is False
+    gone = sources.apply(module, params(name="debian", state="absent"))
+    assert gone["changed"] is False and gone["files"] == []
+    assert sorted(os.path.basename(path) for path in gone["kept"]) == ["debian.asc", "debian.sources"]
+    assert any("debian.sources was not written by gpuops.nvidia" in w for w in module.warnings)
+    assert theirs.read_text() == DEBIAN and (tmp_path / "keyrings" / "debian.asc").read_bytes() == b"their key"
+    assert not refreshed and not (tmp_path / "backups").exists()
+
+
+def test_a_pin_file_it_did_not_write_is_not_taken_over(fake, etc):
+    tmp_path, _refreshed = etc
+    (tmp_path / "preferences.d").mkdir()
+    theirs = tmp_path / "preferences.d" / "gpuops-nvidia-driver.pref"
+    theirs.write_text("Package: *\nPin: release o=Debian\nPin-Priority: 500\n")
+    with pytest.raises(ops.AptError, match="gpuops-nvidia-driver.pref exists and was not written"):
+        sources.apply(fake(), params(url="", key=None, pin=PIN))
+    assert theirs.read_text().startswith("Package: *")
+    assert not (tmp_path / "keyrings").exists() and not (tmp_path / "sources.list.d").exists()
+
+
+def test_a_file_of_an_earlier_release_is_its_own_and_a_replaced_file_is_backed_up(fake, etc):
+    tmp_path, _refreshed = etc
+    module = fake()
+    module.fail_refresh = False
+    (tmp_path / "preferences.d").mkdir()
+    old_pin = "Explanation: Managed by gpuops.nvidia.driver: every NVIDIA driver package resolves to 570.*\n" \
+              "Package: nvidia-*\nPin: version 570.*\nPin-Priority: 1001\n"
+    (tmp_path / "preferences.d" / "gpuops-nvidia-driver.pref").write_text(old_pin)
+    first = sources.apply(module, params(pin=PIN))
+    assert first["changed"] is True and first["kept"] == []
+    assert [open(path).read() for path in first["backups"]] == [old_pin]
+    assert all(path.startswith(str(tmp_path / "backups")) for path in first["backups"])
+    # a key rotation: the old keyring kept too, outside apt's directories
+    rotated = sources.apply(module, params(pin=PIN, key=key().decode() + "\n"))
+    assert [os.path.basename(path).split(".")[0:2] for path in rotated["backups"]] == [["gpuops-nvidia-cuda", "asc"]]
+    assert not [name for name in os.listdir(tmp_path / "keyrings") if name != "gpuops-nvidia-cuda.asc"]
+    assert sources.apply(module, params(pin=PIN, key=key().decode() + "\n"))["backups"] == []
