@@ -24,7 +24,11 @@ author:
   - gpuops.nvidia maintainers (@gpuops)
 options:
   path:
-    description: The keyring file (ASCII-armored or binary, as given).
+    description:
+      - The keyring file. apt reads a keyring whose name ends in C(.asc) as ASCII-armored and any
+        other (C(.gpg)) as binary, so an C(.asc) keyring must be given an armored key (refused
+        otherwise) and an armored key for any other keyring is converted to binary first, as
+        C(gpg --dearmor) does.
     type: path
     required: true
   content:

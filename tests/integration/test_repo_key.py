@@ -124,3 +124,15 @@ def test_a_binary_keyring_is_written_byte_for_byte(tmp_path, server):
     assert result["changed"] is True and path.read_bytes() == binary
     assert [k["fingerprint"] for k in result["keys"]][1] == RSA
     assert run({"path": str(path), "url": base + "/key.gpg"})["changed"] is False
+
+
+def test_an_armored_key_for_a_binary_keyring_is_converted_as_gpg_dearmor_does(tmp_path):
+    """apt reads a keyring not named .asc as binary: an armored key given for a .gpg keyring is
+    written as gpg --dearmor writes it (gpg, not the module, says what the bytes must be), and the
+    next run with the same armored key changes nothing."""
+    armored = open(FIXTURE, "rb").read()
+    binary = subprocess.run(["gpg", "--dearmor"], input=armored, capture_output=True, check=True).stdout
+    path = tmp_path / "nvidia-cuda.gpg"
+    result = run({"path": str(path), "content": armored.decode()})
+    assert result["changed"] is True and path.read_bytes() == binary
+    assert run({"path": str(path), "content": armored.decode()})["changed"] is False

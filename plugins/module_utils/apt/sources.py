@@ -75,13 +75,17 @@ def download(module, url: str, timeout: int = 30) -> bytes:
 
 def wanted_key(module, content: str | None, url: str | None, path: str, timeout: int = 30) -> tuple:
     """(bytes, keys) of the key to install from its content or URL, checked to be an OpenPGP public
-    key (ASCII-armored where path is an .asc keyring) before anything is written."""
+    key before anything is written: ASCII-armored where path is an .asc keyring, binary anywhere
+    else (apt reads any other keyring as binary: an armored key is converted, as gpg --dearmor
+    does)."""
     source = redact(url) if url else "the given content"
     data = download(module, url, timeout) if url else to_bytes(content)
     if path.endswith(".asc") and not data.lstrip().startswith(b"-----BEGIN PGP PUBLIC KEY BLOCK-----"):
         raise ops.AptError("the repository key from %s is not ASCII-armored, which %s (.asc) must be for apt; give the "
                            "armored key (gpg --armor --export) or its URL; nothing was changed" % (source, path))
     try:
+        if not path.endswith(".asc"):
+            data = openpgp.dearmor(data)
         return data, openpgp.keys(data)
     except (openpgp.KeyFileError, IndexError) as exc:
         raise ops.AptError("the repository key from %s is not an OpenPGP public key (%s); give the key's ASCII-armored "

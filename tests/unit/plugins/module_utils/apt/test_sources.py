@@ -253,3 +253,16 @@ def test_a_file_of_an_earlier_release_is_its_own_and_a_replaced_file_is_backed_u
     assert [os.path.basename(path).split(".")[0:2] for path in rotated["backups"]] == [["gpuops-nvidia-cuda", "asc"]]
     assert not [name for name in os.listdir(tmp_path / "keyrings") if name != "gpuops-nvidia-cuda.asc"]
     assert sources.apply(module, params(pin=PIN, key=key().decode() + "\n"))["backups"] == []
+
+
+def test_an_armored_key_is_converted_for_a_keyring_apt_reads_as_binary(fake, tmp_path):
+    path = str(tmp_path / "k.gpg")
+    written = sources.apply_key(fake(), {"path": path, "content": key().decode(), "url": None, "timeout": 30,
+                                         "state": "present"})
+    data = open(path, "rb").read()
+    assert written["changed"] is True and not data.lstrip().startswith(b"-----BEGIN")
+    assert [k["fingerprint"] for k in sources.known_keys(data)] == [k["fingerprint"] for k in written["keys"]]
+    with pytest.raises(ops.AptError, match="is not an OpenPGP public key"):
+        sources.apply_key(fake(), {"path": path, "content": "-----BEGIN PGP PUBLIC KEY BLOCK-----\n\n!!!\n"
+                                   "-----END PGP PUBLIC KEY BLOCK-----\n", "url": None, "timeout": 30,
+                                   "state": "present"})
