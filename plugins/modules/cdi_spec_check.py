@@ -38,7 +38,9 @@ options:
     type: bool
     default: true
   host_root:
-    description: Directory under which the spec directories and device nodes are looked up.
+    description:
+      - Directory under which the spec directories and device nodes are looked up.
+      - A path that does not exist or is not a directory (a typo) fails the module before anything is read.
     type: path
     default: /
 extends_documentation_fragment:
@@ -91,6 +93,7 @@ from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
 from ansible_collections.gpuops.nvidia.plugins.module_utils.runtime import cdi
 from ansible_collections.gpuops.nvidia.plugins.module_utils.nvml import adapter as nvml
+from ansible_collections.gpuops.nvidia.plugins.module_utils.host import files
 
 
 def main():
@@ -103,6 +106,7 @@ def main():
         ),
         supports_check_mode=True,
     )
+    files.require_root(module)
     if not nvml.HAS_PYNVML:
         module.fail_json(msg=missing_required_lib("nvidia-ml-py (Python module pynvml)"),
                          exception=nvml.PYNVML_IMPORT_ERROR)

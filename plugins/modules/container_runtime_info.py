@@ -31,7 +31,9 @@ options:
     choices: [auto, containerd, crio, docker]
     default: auto
   host_root:
-    description: Directory under which the kubelet's files and C(/proc) are read.
+    description:
+      - Directory under which the kubelet's files and C(/proc) are read.
+      - A path that does not exist or is not a directory (a typo) fails the module before anything is read.
     type: path
     default: /
 extends_documentation_fragment:
@@ -97,6 +99,7 @@ problems:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpuops.nvidia.plugins.module_utils.runtime import detect
+from ansible_collections.gpuops.nvidia.plugins.module_utils.host import files
 
 
 def main():
@@ -107,6 +110,7 @@ def main():
         ),
         supports_check_mode=True,
     )
+    files.require_root(module)
     found = detect.probe(module, module.params["runtime"], module.params["host_root"])
     choice = found["choice"]
     chosen = choice["runtime"]

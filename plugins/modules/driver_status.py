@@ -34,6 +34,7 @@ options:
         (C(/var/lib/dpkg/status), or rpm's with C(--root)), the DKMS tree (C(/var/lib/dkms)) and
         the capabilities in C(/proc/self/status) - for checking a mounted image or a prepared
         tree. NVML (O(nvml)) always answers for the running host.
+      - A path that does not exist or is not a directory (a typo) fails the module before anything is read.
     type: path
     default: /
   nvml:
@@ -153,6 +154,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpuops.nvidia.plugins.module_utils.host import commands
 from ansible_collections.gpuops.nvidia.plugins.module_utils.host import records
 from ansible_collections.gpuops.nvidia.plugins.module_utils.report import driver_status as status
+from ansible_collections.gpuops.nvidia.plugins.module_utils.host import files
 
 
 def main():
@@ -168,6 +170,7 @@ def main():
         ),
         supports_check_mode=True,
     )
+    files.require_root(module)
     params = module.params
     try:
         before = status.read_record(params["record"])

@@ -47,6 +47,7 @@ options:
       - Directory under which C(proc/driver/nvidia/version), C(sys/module/nvidia/version) and
         C(dev/kmsg) are read. Only useful when the host's file systems are mounted elsewhere
         (for example inside a container that mounts the host at C(/host)).
+      - A path that does not exist or is not a directory (a typo) fails the module before anything is read.
     type: path
     default: /
   as_facts:
@@ -215,6 +216,7 @@ from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
 from ansible_collections.gpuops.nvidia.plugins.module_utils.report import gpu_facts
 from ansible_collections.gpuops.nvidia.plugins.module_utils.nvml import adapter as nvml
+from ansible_collections.gpuops.nvidia.plugins.module_utils.host import files
 
 
 def main():
@@ -227,6 +229,7 @@ def main():
         ),
         supports_check_mode=True,
     )
+    files.require_root(module)
     if not nvml.HAS_PYNVML:
         module.fail_json(msg=missing_required_lib("nvidia-ml-py (Python module pynvml)"),
                          exception=nvml.PYNVML_IMPORT_ERROR)

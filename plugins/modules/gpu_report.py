@@ -53,7 +53,9 @@ options:
     type: bool
     default: true
   host_root:
-    description: As in M(gpuops.nvidia.gpu_info); the boot id is read from under it too.
+    description:
+      - As in M(gpuops.nvidia.gpu_info); the boot id is read from under it too.
+      - A path that does not exist or is not a directory (a typo) fails the module before anything is read.
     type: path
     default: /
   as_facts:
@@ -183,6 +185,7 @@ from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 from ansible_collections.gpuops.nvidia.plugins.module_utils.host import records
 from ansible_collections.gpuops.nvidia.plugins.module_utils.nvml import adapter as nvml
 from ansible_collections.gpuops.nvidia.plugins.module_utils.report import node_report
+from ansible_collections.gpuops.nvidia.plugins.module_utils.host import files
 
 
 def main():
@@ -198,6 +201,7 @@ def main():
         ),
         supports_check_mode=True,
     )
+    files.require_root(module)
     if not nvml.HAS_PYNVML and module.params["bindings_pending"]:
         module.exit_json(changed=False, changes=[], record=None, lines=[
             "The NVML bindings would be installed first; the GPU report runs once they are."])

@@ -78,6 +78,7 @@ options:
     description:
       - Directory under which O(profile_record) is read and written. Only useful when the host's file
         systems are mounted elsewhere (for example inside a container that mounts the host at C(/host)).
+      - A path that does not exist or is not a directory (a typo) fails the module before anything is read.
     type: path
     default: /
 attributes:
@@ -204,6 +205,7 @@ from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 from ansible_collections.gpuops.nvidia.plugins.module_utils.host import records
 from ansible_collections.gpuops.nvidia.plugins.module_utils.mig import service
 from ansible_collections.gpuops.nvidia.plugins.module_utils.nvml import adapter as nvml
+from ansible_collections.gpuops.nvidia.plugins.module_utils.host import files
 
 
 def main():
@@ -219,6 +221,7 @@ def main():
         mutually_exclusive=[("config_file", "config")],
         supports_check_mode=True,
     )
+    files.require_root(module)
     if not nvml.HAS_PYNVML:
         module.fail_json(msg=missing_required_lib("nvidia-ml-py (Python module pynvml)"),
                          exception=nvml.PYNVML_IMPORT_ERROR)

@@ -81,7 +81,9 @@ options:
     type: path
     default: /var/lib/gpuops/gpu-inventory.json
   host_root:
-    description: Where the host's file systems are (a container that mounts the host elsewhere).
+    description:
+      - Where the host's file systems are (a container that mounts the host elsewhere).
+      - A path that does not exist or is not a directory (a typo) fails the module before anything is read.
     type: path
     default: /
 extends_documentation_fragment:
@@ -132,6 +134,7 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpuops.nvidia.plugins.module_utils.report import audit
 from ansible_collections.gpuops.nvidia.plugins.module_utils.report import drift
+from ansible_collections.gpuops.nvidia.plugins.module_utils.host import files
 
 
 def main():
@@ -154,6 +157,7 @@ def main():
         ),
         supports_check_mode=True,
     )
+    files.require_root(module)
     try:
         result = audit.audit(module, module.params)
     except drift.NoTomlParser as exc:

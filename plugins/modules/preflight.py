@@ -77,9 +77,10 @@ options:
     type: bool
     default: true
   host_root:
-    description: Directory under which C(/sys), C(/proc), C(/etc), C(/lib/modules), the package
-      database and C(pci.ids) are read; only useful when the host's file systems are mounted
-      elsewhere.
+    description:
+      - Directory under which C(/sys), C(/proc), C(/etc), C(/lib/modules), the package database and
+        C(pci.ids) are read; only useful when the host's file systems are mounted elsewhere.
+      - A path that does not exist or is not a directory (a typo) fails the module before anything is read.
     type: path
     default: /
 extends_documentation_fragment:
@@ -170,6 +171,7 @@ from ansible_collections.gpuops.nvidia.plugins.module_utils.nvml import adapter 
 from ansible_collections.gpuops.nvidia.plugins.module_utils.host import pci
 from ansible_collections.gpuops.nvidia.plugins.module_utils.gpu import preflight
 from ansible_collections.gpuops.nvidia.plugins.module_utils.host import readiness as host_facts
+from ansible_collections.gpuops.nvidia.plugins.module_utils.host import files
 
 
 def main():
@@ -188,6 +190,7 @@ def main():
         ),
         supports_check_mode=True,
     )
+    files.require_root(module)
     params = module.params
     root = params["host_root"]
 

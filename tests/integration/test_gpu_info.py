@@ -174,3 +174,19 @@ def test_as_facts_reach_later_plays(lab):
     _proc, out = lab.playbook("dgx-a100", os.path.join(REPO, "tests", "integration", "playbooks", "facts.yml"))
     facts = out["plays"][1]["tasks"][0]["hosts"]["localhost"]["ansible_facts"]
     assert facts == {"models": ["NVIDIA A100-SXM4-40GB"], "mig_capable": 8}
+
+
+@pytest.mark.parametrize("module, args", [
+    ("gpuops.nvidia.gpu_info", ""), ("gpuops.nvidia.driver_status", ""), ("gpuops.nvidia.container_runtime_info", ""),
+    ("gpuops.nvidia.gpu_report", ""), ("gpuops.nvidia.node_audit", ""), ("gpuops.nvidia.cdi_spec_check", ""),
+    ("gpuops.nvidia.preflight", "driver_branch=580"), ("gpuops.nvidia.mig", "config_name=all-disabled"),
+])
+def test_a_mistyped_host_root_fails_instead_of_reading_an_empty_node(lab, tmp_path, module, args):
+    """A host_root that does not exist was read as a node with nothing on it ("no NVIDIA driver
+    is installed", no runtime, no GPU files): every module that reads under it now refuses it."""
+    missing = str(tmp_path / "hots")
+    result = lab.module("hgx-h100", module=module, args=("%s host_root=%s" % (args, missing)).strip(),
+                        expect_failure=True)
+    assert result.get("failed") is True, result
+    assert result["msg"] == ("host_root %s does not exist: give the directory where the node's / is mounted (for "
+                             "example /host), or / on the node itself; nothing was read or changed" % missing)

@@ -62,6 +62,23 @@ def with_env(text: str | None, settings: dict) -> str:
     return "\n".join(lines) + "\n" if lines else ""
 
 
+def root_problem(host_root: str) -> str | None:
+    """Why host_root cannot be the node's root the modules read under (a mistyped path read as an
+    empty node would say that no driver is installed), or None."""
+    if os.path.isdir(host_root):
+        return None
+    what = "is not a directory" if os.path.exists(host_root) else "does not exist"
+    return ("host_root %s %s: give the directory where the node's / is mounted (for example /host), or / on the "
+            "node itself; nothing was read or changed" % (host_root, what))
+
+
+def require_root(module, option: str = "host_root") -> None:
+    """Fails the module, before anything is read, when its host_root option is no directory."""
+    problem = root_problem(module.params[option])
+    if problem:
+        module.fail_json(msg=problem)
+
+
 def check_writable(path: str) -> str | None:
     """Why path cannot be written (or its nearest existing directory), or None when it can."""
     directory = os.path.dirname(path) or "."

@@ -112,3 +112,11 @@ def test_with_env_keeps_comments_that_name_a_key_and_drops_a_repeated_setting():
     assert files.with_env(text, {"NVIDIA_CTK_CDI_GENERATE_MODE": "auto"}) == (
         "#NVIDIA_CTK_CDI_GENERATE_MODE=nvml\nNVIDIA_CTK_CDI_GENERATE_MODE=auto\n")
     assert files.with_env(None, {"A": "1"}) == "A=1\n"
+
+
+def test_a_host_root_must_be_a_directory(tmp_path):
+    assert files.root_problem(str(tmp_path)) is None and files.root_problem("/") is None
+    assert files.root_problem(str(tmp_path / "hots")).startswith("host_root %s does not exist: give the directory"
+                                                                 % (tmp_path / "hots"))
+    (tmp_path / "a-file").write_text("x")
+    assert "is not a directory" in files.root_problem(str(tmp_path / "a-file"))
