@@ -27,8 +27,11 @@ description:
     nothing."
   - NVML reports a GPU's profiles only while its MIG mode is on. For a GPU whose MIG is off the profiles
     of another GPU of the same PCI device id are used, or those recorded on an earlier run
-    (O(profile_record)); where there are none, the GPU's layout is checked right after its mode change,
-    and the mode is changed back if it does not fit.
+    (O(profile_record)); where there are none, the profile names are checked first against the names
+    NVIDIA's MIG user guide gives the A100 40GB and 80GB, H100 80GB and H200 (a name the model does not
+    have is refused and MIG mode is not touched), and the GPU's layout is checked right after its mode
+    change, which is changed back if the layout does not fit (or, on another model, names a profile
+    NVML then does not report).
   - "A mode change that does not take effect at once (A100: a client holds the GPU, or a VM where NVML
     cannot reset it) is reported in RV(reset_required), with the processes that hold the GPU. The module
     resets such a GPU (C(nvidia-smi -r)) only when O(allow_gpu_reset=true) and no process uses it."

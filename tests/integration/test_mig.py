@@ -289,3 +289,17 @@ def test_the_boot_time_applier_runs_from_the_files_the_role_copies(lab, tmp_path
     assert result["converged"] is True and layout(result) == {g: ["3g.40gb", "3g.40gb"] for g in range(8)}
     again = lab.run("hgx-h100", applier)
     assert json.loads(again.stdout)["changed"] is False
+
+
+def test_a_profile_name_the_gpu_does_not_have_is_refused_before_mig_mode_is_touched(mig, tmp_path):
+    """No record and MIG off: a name an H100 does not have (an A100-40GB's 1g.5gb) was found only
+    after MIG mode went on, and then it went off again - on every GPU, at every retry. The fake
+    NVML's call log (what the library was asked, not what the module says) shows no mutation."""
+    doc = config({}, extra={"typo": [{"devices": "all", "mig-enabled": True, "mig-devices": {"1g.5gb": 7}}]})
+    log = tmp_path / "calls.log"
+    for _attempt in range(2):
+        result = mig("hgx-h100", "typo", doc, expect_failure=True, profile_record="",
+                     env={"GPUOPS_FAKE_NVML_CALL_LOG": str(log)})
+        assert "has no MIG profile 1g.5gb (its profiles: 1g.10gb, 1g.10gb+me" in result["msg"], result["msg"]
+        assert "MIG mode was not touched" in result["msg"] and result["changed"] is False
+    assert _mutations(log) == []

@@ -25,6 +25,8 @@ A GPU's facts::
 
 from __future__ import annotations
 
+import re
+
 import itertools
 
 __metaclass__ = type
@@ -32,6 +34,29 @@ __metaclass__ = type
 PHASES = ("destroy_compute_instance", "destroy_gpu_instance", "set_mig_mode", "create_gpu_instance",
           "create_compute_instance")
 MAX_SEARCH = 200000  # placement attempts per GPU before the allocator gives up
+
+
+# The GPU instance profile names of the GPUs NVIDIA's MIG user guide tabulates (the same seven
+# slots, named by their memory): with MIG off and no profile record NVML cannot list a GPU's
+# profiles, so a name these GPUs do not have is refused before MIG mode is touched. Other GPUs'
+# names are checked once MIG is on (profile IDs always come from NVML, never from here).
+_SLOT_NAMES = ("1g.{0}gb", "1g.{0}gb+me", "1g.{1}gb", "2g.{1}gb", "3g.{2}gb", "4g.{2}gb", "7g.{3}gb")
+KNOWN_PROFILE_NAMES = {
+    ("A100", "40GB"): tuple(n.format(5, 10, 20, 40) for n in _SLOT_NAMES),
+    ("A100", "80GB"): tuple(n.format(10, 20, 40, 80) for n in _SLOT_NAMES),
+    ("H100", "80GB"): tuple(n.format(10, 20, 40, 80) for n in _SLOT_NAMES),
+    ("H200",): tuple(n.format(18, 35, 71, 141) for n in _SLOT_NAMES),
+}
+
+
+def known_profile_names(gpu):
+    """The profile names of a GPU the table above knows by the words of its product name
+    (NVIDIA A100-SXM4-40GB, NVIDIA H100 80GB HBM3, NVIDIA H200); None for any other."""
+    words = set(re.split(r"[^A-Z0-9]+", (gpu.get("name") or "").upper()))
+    for product, names in KNOWN_PROFILE_NAMES.items():
+        if set(product) <= words:
+            return names
+    return None
 
 
 def _mask(start, size):
@@ -236,7 +261,16 @@ def plan_gpu(gpu, want, where):
 
     if profiles is None:
         # MIG is off and NVML only reports profiles once it is on: the layout is validated and
-        # placed right after the mode change, before any instance is created
+        # placed right after the mode change, before any instance is created - but a name this
+        # model does not have is refused now, before MIG mode is touched (a retry would turn it on
+        # and off again on every GPU)
+        names = known_profile_names(gpu)
+        wrong = sorted(n for n in devices if names is not None and n.split("c.", 1)[-1] not in names)
+        if wrong:
+            out["errors"].append("%s: %s: %s has no MIG profile %s (its profiles: %s); fix mig-devices - MIG mode "
+                                 "was not touched" % (where, label, label.split(" (")[0], ", ".join(wrong),
+                                                      ", ".join(names)))
+            return out
         out["validated"] = False
         steps.append({"gpu": gpu_index, "action": "set_mig_mode", "enabled": True})
         for name in sorted(devices, key=str):

@@ -385,3 +385,25 @@ def test_config_names_of_other_types_do_not_crash():
     assert any("unknown key(s) 7" in e for e in mig_config.config_errors(document))
     with pytest.raises(mig_config.ConfigError):
         mig_config.select(document, "x")
+
+
+@pytest.mark.parametrize("model, names, expected", [
+    ("NVIDIA H100 80GB HBM3", {"1g.5gb": 7}, "has no MIG profile 1g.5gb"),
+    ("NVIDIA A100-SXM4-40GB", {"3g.40gb": 2}, "has no MIG profile 3g.40gb"),
+    ("NVIDIA H200", {"1g.10gb": 1, "3g.71gb": 1}, "has no MIG profile 1g.10gb (its profiles: 1g.18gb, 1g.18gb+me"),
+    ("NVIDIA A100 80GB PCIe", {"2g.20gb": 3, "7g.80gbx": 1}, "has no MIG profile 7g.80gbx"),
+])
+def test_a_profile_name_the_model_does_not_have_is_refused_before_the_mode_change(model, names, expected):
+    result = one_plan(gpu(model), names)
+    assert result["steps"] == [] and any(expected in e and "MIG mode was not touched" in e for e in result["errors"]), result
+
+
+@pytest.mark.parametrize("model, names", [
+    ("NVIDIA H100 80GB HBM3", {"1g.10gb": 7}), ("NVIDIA H200", {"3g.71gb": 2}), ("NVIDIA A100-SXM4-40GB", {"1g.5gb+me": 1}),
+    ("NVIDIA H100 80GB HBM3", {"1c.3g.40gb": 1}),
+    # a model the table does not know: checked once MIG is on, as before
+    ("NVIDIA B200", {"1g.23gb": 7}), ("NVIDIA H100 NVL", {"1g.12gb": 7}),
+])
+def test_a_name_the_model_has_or_an_unknown_model_goes_on_to_the_mode_change(model, names):
+    result = one_plan(gpu(model), names)
+    assert result["errors"] == [] and result["steps"][0] == {"gpu": 0, "action": "set_mig_mode", "enabled": True}
