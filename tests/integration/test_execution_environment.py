@@ -47,3 +47,28 @@ def test_the_awx_material_parses():
         res = subprocess.run([os.path.join(BIN, "ansible-playbook"), "--syntax-check", path], cwd=REPO,
                              capture_output=True, text=True, check=False)
         assert res.returncode == 0, path + ": " + res.stdout[-2000:] + res.stderr[-2000:]
+
+
+def test_a_launcher_picks_from_fixed_choices_and_sets_nothing_else():
+    """The AWX material as AWX reads it: no job template asks for variables on launch, and every
+    survey question is a fixed list or a bounded number - so a launcher cannot set the repository,
+    its key or the upgrade's host tasks (which run as root on every GPU node)."""
+    import yaml  # pylint: disable=import-outside-toplevel
+    with open(os.path.join(REPO, "awx", "configure.yml"), encoding="utf-8") as handle:
+        play = yaml.safe_load(handle)[0]
+    templates = [t["awx.awx.job_template"] for t in play["tasks"] if "awx.awx.job_template" in t]
+    assert templates and all(t["ask_variables_on_launch"] is False for t in templates)
+    spec = play["vars"]["awx_upgrade_survey"]["spec"]
+    for question in spec:
+        assert question["type"] in ("multiplechoice", "integer"), question
+        if question["type"] == "integer":
+            assert isinstance(question["min"], int) and isinstance(question["max"], int), question
+        else:
+            choices = question["choices"]
+            if isinstance(choices, str):  # a list the project keeps
+                name = choices.strip("{} ")
+                choices = play["vars"][name]
+            assert isinstance(choices, list) and choices and all(isinstance(c, str) for c in choices), question
+    asked = {q["variable"] for q in spec}
+    assert asked == {"driver_version", "driver_branch", "gpuops_upgrade_max_parallel", "gpuops_upgrade_canary",
+                     "gpuops_upgrade_cuda_version", "gpuops_upgrade_retry_failed"}
