@@ -18,6 +18,7 @@ try:
     from kubernetes import client as k8s_client
     from kubernetes import config as k8s_config
     from kubernetes.client.rest import ApiException
+    from yaml import YAMLError  # the kubernetes client reads kubeconfigs with PyYAML
     HAS_KUBERNETES = True
     KUBERNETES_ERROR = None
 except ImportError as exc:  # the module reports it with missing_required_lib
@@ -26,6 +27,9 @@ except ImportError as exc:  # the module reports it with missing_required_lib
 
     class ApiException(Exception):  # noqa: N818 - the kubernetes client's name
         status = None
+
+    class YAMLError(Exception):
+        pass
 
 # The connection options of every module of the collection that calls the API server, merged into
 # its argument spec (kube_argument_spec); documented once, in the doc fragment gpuops.nvidia.kube_auth,
@@ -88,10 +92,13 @@ def connect(params: dict):
             try:
                 k8s_config.load_kube_config(config_file=kubeconfig, context=params.get("context"),
                                             client_configuration=configuration, persist_config=False)
-            except (k8s_config.ConfigException, ValueError, TypeError, KeyError) as exc:
+            except (k8s_config.ConfigException, ValueError, TypeError, KeyError, AttributeError, OSError,
+                    YAMLError) as exc:
+                # a file that is no kubeconfig (not YAML, a directory, not UTF-8, the wrong shape)
+                reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
                 raise KubeError("cannot use the kubeconfig %s%s: %s; check gpuops_kubeconfig and gpuops_kube_context"
                                 % (kubeconfig, " (context %s)" % params["context"] if params.get("context") else "",
-                                   exc))
+                                   reason))
         else:
             try:
                 k8s_config.load_incluster_config(client_configuration=configuration)

@@ -62,10 +62,16 @@ def load_config(path: str | None, inline: dict | None):
         document = inline
     else:
         try:
-            with open(path, encoding="utf-8") as handle:
-                document = parse_config(handle.read(), path)
-        except OSError as exc:
-            raise MigError("cannot read the MIG config %s: %s" % (path, exc))
+            text = records.read_text(path, "MIG config")
+        except records.RecordError as exc:
+            raise MigError(str(exc))
+        if text is None:
+            raise MigError("the MIG config %s does not exist: give config_file the path of a mig-parted config "
+                           "(or config to pass one inline)" % path)
+        document = parse_config(text, path)
+        if document is None:
+            raise MigError("the MIG config %s is empty: give it a mig-parted config (version: v1, mig-configs: ...)"
+                           % path)
     errors = mig_config.config_errors(document) if document is not None else []
     if errors:
         raise MigError("MIG config: " + "; ".join(errors))

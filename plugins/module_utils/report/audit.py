@@ -104,13 +104,13 @@ def runtime_items(module, params: dict, root: str) -> tuple:
 
 def mig_item(params: dict, root: str) -> dict:
     from ansible_collections.gpuops.nvidia.plugins.module_utils.mig import apply as mig_apply
+    from ansible_collections.gpuops.nvidia.plugins.module_utils.mig import service as mig_service
     try:
-        import yaml  # pylint: disable=import-outside-toplevel
-        with open(records.under(root, params["mig_config_file"]), encoding="utf-8") as handle:
-            document = yaml.safe_load(handle)
+        # a config that cannot be read or parsed, or of the wrong shape, is the item's finding
+        document = mig_service.load_config(records.under(root, params["mig_config_file"]), None)
         result, _record = mig_apply.plan_only(document, params["mig_config_name"])
-    except (OSError, ImportError) as exc:
-        return drift.mig_item(params["mig_config_name"], None, "config not readable: %s" % exc)
+    except mig_service.MigError as exc:
+        return drift.mig_item(params["mig_config_name"], None, "config not readable: %s" % exc.message)
     except mig_apply.ApplyError as exc:
         return drift.mig_item(params["mig_config_name"], None, exc.message)
     return drift.mig_item(params["mig_config_name"], result["plan"])

@@ -78,8 +78,40 @@ def read_specs(directories, root: str = "/") -> tuple:
             except (ValueError, OSError, getattr(yaml, "YAMLError", ValueError)) as exc:
                 problems.append({"path": os.path.join(directory, name), "error": str(exc).splitlines()[0]})
                 continue
-            specs.append({"path": os.path.join(directory, name), "data": data if isinstance(data, dict) else {}})
+            problem = shape_problem(data)
+            if problem:
+                problems.append({"path": os.path.join(directory, name), "error": problem})
+                continue
+            specs.append({"path": os.path.join(directory, name), "data": data})
     return specs, problems
+
+
+def _kind(value) -> str:
+    return {dict: "mapping", list: "list", str: "string", type(None): "nothing (it is empty)"}.get(
+        type(value), type(value).__name__)
+
+
+def shape_problem(data) -> str | None:
+    """Why a parsed file is not shaped as a CDI spec (the parts the checks read), or None."""
+    if not isinstance(data, dict):
+        return "holds a %s, not a CDI spec (a mapping with cdiVersion, kind, devices)" % _kind(data)
+    devices = data.get("devices") or []
+    if not isinstance(devices, list):
+        return "devices is a %s, not a list" % _kind(devices)
+    edits = [("containerEdits", data.get("containerEdits"))]
+    for index, device in enumerate(devices):
+        if not isinstance(device, dict):
+            return "devices[%d] is a %s, not a mapping" % (index, _kind(device))
+        edits.append(("devices[%d].containerEdits" % index, device.get("containerEdits")))
+    for where, edit in edits:
+        if edit is None:
+            continue
+        if not isinstance(edit, dict):
+            return "%s is a %s, not a mapping" % (where, _kind(edit))
+        nodes = edit.get("deviceNodes") or []
+        if not isinstance(nodes, list) or not all(isinstance(node, dict) for node in nodes):
+            return "%s.deviceNodes must be a list of mappings (path, hostPath)" % where
+    return None
 
 
 def _finding(code, severity, message, fix, subject="CDI spec", **extra):

@@ -78,6 +78,26 @@ def test_no_kubeconfig_and_no_cluster_says_what_to_set(tmp_path, monkeypatch):
         kube_api.connect({})
 
 
+@pytest.mark.parametrize("content", [
+    "apiVersion: v1\nclusters: [\n",                                 # not YAML
+    b"\xff\xfe\x00kube",                                             # not UTF-8
+    "- just\n- a list\n",                                            # YAML of the wrong shape
+    "apiVersion: v1\nclusters: 7\ncontexts: x\ncurrent-context: 3\n",  # fields of the wrong shape
+    "",                                                              # empty
+    None,                                                            # a directory
+])
+def test_a_file_that_is_no_kubeconfig_is_named_not_a_crash(tmp_path, content):
+    path = tmp_path / "kubeconfig"
+    if content is None:
+        path.mkdir()
+    elif isinstance(content, bytes):
+        path.write_bytes(content)
+    else:
+        path.write_text(content)
+    with pytest.raises(kube_api.KubeError, match=r"^cannot use the kubeconfig %s: .+; check gpuops_kubeconfig" % path):
+        kube_api.connect({"kubeconfig": str(path)})
+
+
 def test_an_unknown_context_is_named(kubeconfig):
     with pytest.raises(kube_api.KubeError, match=r"\(context staging\).*gpuops_kube_context"):
         kube_api.connect({"kubeconfig": kubeconfig, "context": "staging"})

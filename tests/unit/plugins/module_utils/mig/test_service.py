@@ -56,7 +56,11 @@ def test_an_inline_config_or_none_for_the_generated_layouts(inline):
 
 
 @pytest.mark.parametrize("text, message", [
-    (None, "cannot read the MIG config {path}: "),
+    (None, "the MIG config {path} does not exist: give config_file the path of a mig-parted config"),
+    (b"\xff\xfeversion", "the MIG config {path} is not UTF-8 text"),
+    ("DIR", "the MIG config {path} is a directory, not a file"),
+    ("- a\n- list\n", "MIG config: "),
+    ("", "the MIG config {path} is empty"),
     ("version: v1\nmig-configs: [unclosed\n", "the MIG config {path} is not valid YAML"),
     ("{\"version\": \"v1\"}", "MIG config: mig-configs must map config names to lists of entries"),
     ("version: v1\nmig-configs: {none: [{devices: all, mig-enabled: no way}]}\n",
@@ -64,7 +68,11 @@ def test_an_inline_config_or_none_for_the_generated_layouts(inline):
 ])
 def test_a_config_that_cannot_be_used_is_refused_by_name(tmp_path, text, message):
     path = tmp_path / "mig.yaml"
-    if text is not None:
+    if text == "DIR":
+        path.mkdir()
+    elif isinstance(text, bytes):
+        path.write_bytes(text)
+    elif text is not None:
         path.write_text(text)
     with pytest.raises(service.MigError) as err:
         service.load_config(str(path), None)

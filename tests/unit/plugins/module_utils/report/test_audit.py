@@ -115,3 +115,15 @@ def test_the_runtime_fact(runtime, version, expected):
 ])
 def test_what_the_node_was_asked_for(params, expected):
     assert audit.expected(params) == expected
+
+
+@pytest.mark.parametrize("content", [b"\xff\xfe\x00", b"version: v1\nmig-configs: [unclosed\n", b"", None])
+def test_a_mig_config_that_cannot_be_read_is_the_items_finding_not_a_crash(tmp_path, content):
+    path = tmp_path / "etc" / "mig.yaml"
+    path.parent.mkdir()
+    if content is None:
+        path.mkdir()
+    else:
+        path.write_bytes(content)
+    found = audit.mig_item({"mig_config_file": "/etc/mig.yaml", "mig_config_name": "all-balanced"}, str(tmp_path))
+    assert found["ok"] is False and found["actual"].startswith("config not readable: the MIG config %s" % path), found

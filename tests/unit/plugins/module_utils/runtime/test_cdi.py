@@ -114,3 +114,26 @@ def test_read_specs(tmp_path):
     report = cdi.check(specs, problems, GPUS)
     assert codes(report)[0] == "cdi_spec_unreadable"
     assert report["findings"][0]["subject"] == "/etc/cdi/broken.yaml"
+
+
+@pytest.mark.parametrize("text, error", [
+    ("- a\n- list\n", "holds a list, not a CDI spec"),
+    ("cdiVersion: 0.5.0\nkind: nvidia.com/gpu\ndevices: all\n", "devices is a string, not a list"),
+    ("cdiVersion: 0.5.0\nkind: nvidia.com/gpu\ndevices: [gpu0, gpu1]\n", "devices[0] is a string, not a mapping"),
+    ("kind: nvidia.com/gpu\ndevices: [{name: '0', containerEdits: {deviceNodes: [/dev/nvidia0]}}]\n",
+     "devices[0].containerEdits.deviceNodes must be a list of mappings"),
+    ("kind: nvidia.com/gpu\ncontainerEdits: [/dev/nvidiactl]\ndevices: []\n", "containerEdits is a list, not a mapping"),
+    ("\xff\xfe", None),  # not UTF-8: read as unreadable, not a crash
+])
+def test_a_spec_of_the_wrong_shape_is_a_finding_not_a_crash(tmp_path, text, error):
+    (tmp_path / "etc" / "cdi").mkdir(parents=True)
+    path = tmp_path / "etc" / "cdi" / "bad.yaml"
+    if error is None:
+        path.write_bytes(b"\xff\xfe\x00")
+    else:
+        path.write_text(text)
+    specs, problems = cdi.read_specs(["/etc/cdi"], str(tmp_path))
+    assert specs == [] and [p["path"] for p in problems] == ["/etc/cdi/bad.yaml"]
+    assert error is None or problems[0]["error"].startswith(error)
+    report = cdi.check(specs, problems, GPUS)
+    assert codes(report)[0] == "cdi_spec_unreadable" and report["findings"][0]["subject"] == "/etc/cdi/bad.yaml"
