@@ -124,3 +124,26 @@ def test_a_file_it_did_not_write_is_never_taken_over_or_removed(served):
         assert not os.path.exists(FILES[0])
     finally:
         os.unlink(theirs)
+
+
+def test_a_key_urls_password_never_reaches_the_log_the_diff_or_the_files(served):
+    """A key served behind credentials (key_url with user:password): at -vvv, with --diff, when the
+    download fails and when it succeeds, the password appears nowhere - not in the log, not in the
+    invocation, not in the files written on the host."""
+    root, base = served
+    shutil.copytree(os.path.join(APT_REPO, "cuda"), root / "cuda")
+    shutil.copy(os.path.join(APT_REPO, "keys", "good.asc"), root / "key.asc")
+    secret = "pa55-Wr0ng-h0rse"
+    with_password = base.replace("http://", "http://ops:%s@" % secret)
+    for key_url, ok in ((with_password + "/missing.asc", False), (with_password + "/key.asc", True)):
+        args = {"name": NAME, "url": base + "/cuda/", "key_url": key_url}
+        argv = [os.path.join(BIN, "ansible"), "localhost", "-m", "gpuops.nvidia.apt_source", "-a", json.dumps(args),
+                "--diff", "-vvv"]
+        proc = subprocess.run(argv, env=_env(ANSIBLE_STDOUT_CALLBACK="default"), capture_output=True, text=True,
+                              timeout=300, check=False)
+        assert (proc.returncode == 0) == ok, proc.stdout[-3000:]
+        assert secret not in proc.stdout + proc.stderr, "the password is in the output"
+        assert ok or "cannot download the repository key from http://***@127.0.0.1" in proc.stdout
+    for path in FILES[:2] + ("/var/lib/apt/lists",):
+        found = subprocess.run(["grep", "-rl", secret, path], capture_output=True, text=True, check=False)
+        assert found.stdout == "", found.stdout
