@@ -28,12 +28,14 @@ description:
     it is (see the options).
   - A source or pin file of the same name that this module did not write (a source names itself
     in C(X-Repolib-Name), a pin in its C(Explanation)) - Debian's own C(debian.sources), an
-    administrator's file - is never taken over - O(state=present) fails and changes nothing - nor
-    removed - O(state=absent) leaves it, and the key of such a source, as they are, warns and
-    names them in RV(kept).
+    administrator's file - is never taken over - writing it fails and changes nothing - nor
+    removed - removing it (O(state=absent), or a pin with an empty version) leaves it, and the
+    key of such a source, as they are, warns and names them in RV(kept).
   - A file it replaces is backed up first, under C(/var/lib/gpuops/backups/apt) (not beside it, as
-    apt reads every file in its directories); a file it removes is not (the same options write it
-    again).
+    apt reads every file in its directories; the newest five copies of each file are kept); a file
+    it removes is not (the same options write it again).
+  - A user, password or query string (a token) in O(url) or O(key_url) is masked in the module's
+    result and messages; O(url) refuses credentials, O(key_url) passes them to the download.
 author:
   - gpuops.nvidia maintainers (@gpuops)
 options:
@@ -46,10 +48,11 @@ options:
   url:
     description:
       - The repository's URL (a flat repository - C(Suites) C(/)); empty - no source, only the pin.
-      - A URL apt has a method for (C(http), C(https), C(file), C(ftp), C(copy), C(cdrom),
-        C(mirror), C(mirror+*), C(tor+*)), with no whitespace or line break and no credentials -
-        those belong in C(/etc/apt/auth.conf.d/) (mode 0600), where apt reads them, never in a
-        world-readable source file.
+      - C(scheme://host/path) (C(http), C(https), or the scheme of an apt transport the node has,
+        such as C(s3) or C(ar+https)) or C(file:/path); several mirrors separated by single spaces.
+        No other whitespace, no line break and no credentials - those belong in
+        C(/etc/apt/auth.conf.d/) (mode 0600), where apt reads them, never in a world-readable
+        source file.
     type: str
     default: ""
   key:
@@ -64,8 +67,9 @@ options:
         C(580.*) or C(580.95.05-*); priority 1001 also allows the downgrade to it). An empty
         version removes the pin.
       - The name follows O(name)'s rule; with a version, C(packages) may not be empty (an empty
-        C(Package) line stops every later C(apt-get install)), and the version and each pattern are
-        one token each (no whitespace or line break).
+        C(Package) line stops every later C(apt-get install)), and the version (a quoted string, as
+        a YAML number loses digits) and each pattern are one token each (no whitespace or line
+        break).
     type: dict
   state:
     description: C(absent) removes the source, its key and the pin.

@@ -40,9 +40,8 @@ BACKUPS = records.ROOT + "/backups/apt"
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
 # one token of a deb822 or preferences field: no whitespace, no control character
 TOKEN = re.compile(r"^[^\s\x00-\x1f\x7f]+$")
-# the URI schemes apt has methods for (apt-transport-* aside)
-SCHEMES = ("http", "https", "file", "ftp", "copy", "cdrom", "mirror", "mirror+http", "mirror+https", "mirror+file",
-           "tor+http", "tor+https")
+# schemes whose URLs name a path on the node, not a host
+LOCAL_SCHEMES = ("file", "copy", "cdrom", "mirror+file")
 PIN_KEYS = ("name", "packages", "version")
 # what marks the files this module writes (ansible.builtin.deb822_repository writes the first too)
 OWN_SOURCE = "X-Repolib-Name"
@@ -58,9 +57,32 @@ def read_bytes(path: str) -> bytes | None:
         return None
 
 
+def _secrets(url: str) -> list:
+    """The parts of a URL that may be secrets: its user:password (up to the authority's last '@',
+    as URL parsers split it) and the password alone, and its query string (tokens: a private
+    mirror's API key, a presigned URL)."""
+    url = url or ""
+    found = []
+    head, _sep, query = url.partition("?")
+    if query:
+        found.append(query)
+    rest = head.split("://", 1)[1] if "://" in head else head
+    authority = rest.split("/", 1)[0]
+    if "@" in authority:
+        userinfo = authority.rpartition("@")[0]
+        found += [part for part in (userinfo, userinfo.partition(":")[2]) if part]
+    return found
+
+
 def redact(url: str) -> str:
-    """url with any user and password replaced by ***, for messages."""
-    return re.sub(r"^([A-Za-z][A-Za-z0-9+.-]*://)[^/@]*@", r"\1***@", url or "")
+    """url with its user:password and query string replaced by ***, for messages."""
+    url = url or ""
+    head, sep, query = url.partition("?")
+    prefix, marker, rest = head.partition("://") if "://" in head else ("", "", head)
+    authority, slash, path = rest.partition("/")
+    if "@" in authority:
+        authority = "***@" + authority.rpartition("@")[2]
+    return prefix + marker + authority + slash + path + ("?***" if sep else "")
 
 
 def download(module, url: str, timeout: int = 30) -> bytes:
@@ -119,17 +141,17 @@ def paths(name: str, pin: dict | None = None) -> dict:
     return found
 
 
-def _url_problem(option: str, url: str, schemes: tuple) -> str | None:
+def _url_problem(option: str, url: str) -> str | None:
     """Why url cannot be option's value, or None."""
     if not TOKEN.match(url):
         return ("%s %r holds whitespace or a control character (a line break would add a field of its own to the "
-                "source): give the URL alone" % (option, redact(url)))
+                "source): give one URL, or several separated by single spaces" % (option, redact(url)))
     match = re.match(r"^([A-Za-z][A-Za-z0-9+.-]*):(.+)$", url)
     scheme, rest = (match.group(1).lower(), match.group(2)) if match else ("", "")
-    local = scheme in ("file", "copy", "cdrom", "mirror+file")
-    if scheme not in schemes or not (local or (rest.startswith("//") and len(rest) > 2)):
-        return "%s %s is not a URL apt can fetch: use one of %s://" % (option, redact(url), ", ".join(schemes))
-    if rest.startswith("//") and "@" in rest[2:].split("/", 1)[0]:
+    if not scheme or not (scheme in LOCAL_SCHEMES or (rest.startswith("//") and len(rest) > 2)):
+        return ("%s %s is not a URL apt can fetch: give scheme://host/path (http, https, or the scheme of an apt "
+                "transport the node has), or file:/path" % (option, redact(url)))
+    if "@" in (rest[2:] if rest.startswith("//") else "").split("?", 1)[0].split("/", 1)[0]:
         return ("%s %s carries credentials (user:password@host), which would be stored in a world-readable file "
                 "and shown in logs: give the URL without them and put them in /etc/apt/auth.conf.d/ (mode 0600, "
                 "'machine HOST login USER password PASSWORD'), where apt reads them" % (option, redact(url)))
@@ -150,7 +172,10 @@ def _pin_problem(pin) -> str | None:
     version = pin.get("version")
     if version in (None, ""):
         return None  # the pin is removed: its packages do not matter
-    if not isinstance(version, str) or not TOKEN.match(version):
+    if not isinstance(version, str):
+        return ("pin version %r is a %s: quote it (a number loses digits: 580.90 becomes 580.9), for example "
+                "'580.95.05-*'" % (version, type(version).__name__))
+    if not TOKEN.match(version):
         return ("pin version %r is not one version pattern (no whitespace or line break): give, for example, "
                 "580.* or 580.95.05-*" % (version,))
     packages = pin.get("packages") or []
@@ -174,11 +199,15 @@ def check(params: dict) -> str | None:
     if problem:
         return problem
     if params["url"]:
-        problem = _url_problem("url", params["url"], SCHEMES)
-        if problem:
-            return problem
+        if "\n" in params["url"] or "\r" in params["url"] or "\t" in params["url"]:
+            return _url_problem("url", params["url"])
+        # deb822's URIs: one URL, or mirrors separated by single spaces
+        for url in params["url"].split(" "):
+            problem = _url_problem("url", url)
+            if problem:
+                return problem
     if params.get("key_url"):
-        problem = _url_problem("key_url", params["key_url"], ("http", "https", "ftp", "file"))
+        problem = _url_problem("key_url", params["key_url"])
         if problem and "carries credentials" not in problem:
             return problem  # a key URL's credentials go to fetch_url; messages never show them
     if params["state"] == "present" and params["url"] and not (params.get("key") or params.get("key_url")):
@@ -218,13 +247,23 @@ def plan(params: dict, key: bytes | None) -> dict:
     return {"files": wanted, "stamp": stamp, "paths": where}
 
 
+def prune_backups(name: str, keep: int = 5) -> None:
+    """Keep the newest KEEP backups of the file NAME under BACKUPS (a backup per rotation or
+    upgrade would otherwise pile up)."""
+    copies = sorted((entry for entry in os.listdir(BACKUPS) if entry.startswith(name + ".") and entry.endswith("~")),
+                    key=lambda entry: (entry[:-1].rsplit(".", 1)[-1], os.stat(os.path.join(BACKUPS, entry)).st_ctime))
+    for entry in copies[:-keep]:
+        os.unlink(os.path.join(BACKUPS, entry))
+
+
 def hide_credentials(module, *urls) -> None:
-    """The user:password of each URL masked wherever the module's result shows it (its
-    invocation included), as an argument marked no_log is."""
+    """The user:password and query string of each URL masked wherever the module's result shows
+    it (its invocation included), as an argument marked no_log is."""
     for url in urls:
-        match = re.match(r"^[A-Za-z][A-Za-z0-9+.-]*://([^/@]*)@", url or "")
-        if match and hasattr(module, "no_log_values"):
-            module.no_log_values.update(part for part in (match.group(1), match.group(1).partition(":")[2]) if part)
+        for part in (url or "").split(" "):
+            secrets = _secrets(part)
+            if secrets and hasattr(module, "no_log_values"):
+                module.no_log_values.update(secret for secret in secrets if len(secret) > 2)
 
 
 def apply(module, params: dict) -> dict:
@@ -246,11 +285,12 @@ def apply(module, params: dict) -> dict:
     steps = plan(params, key)
     where, diffs = steps["paths"], []
     foreign = [path for path in steps["files"] if not owned(path, read_bytes(path), params["name"])]
-    if foreign and present:
+    taken = [path for path in foreign if steps["files"][path] is not None]
+    if taken:
         raise ops.AptError("%s exists and was not written by gpuops.nvidia (%s): it is never taken over; choose "
                            "another name, or move the file away if it is meant to be replaced; nothing was changed"
-                           % (", ".join(foreign), "a source names itself in X-Repolib-Name, a pin in its Explanation"))
-    if where["source"] in foreign:
+                           % (", ".join(taken), "a source names itself in X-Repolib-Name, a pin in its Explanation"))
+    if where["source"] in foreign and os.path.exists(where["keyring"]):
         foreign.append(where["keyring"])  # the key of a source that is not ours is not ours either
     result["kept"] = foreign
     for path in foreign:
@@ -285,6 +325,7 @@ def apply(module, params: dict) -> dict:
                                           backup_dir=BACKUPS)
                 if made:
                     result["backups"].append(made)
+                    prune_backups(os.path.basename(path))
         if refresh:
             try:
                 ops.refresh(module, sources=[where["source"]], hints=params["hints"], environment=params["environment"])

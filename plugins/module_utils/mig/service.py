@@ -66,8 +66,7 @@ def load_config(path: str | None, inline: dict | None):
         except records.RecordError as exc:
             raise MigError(str(exc))
         if text is None:
-            raise MigError("the MIG config %s does not exist: give config_file the path of a mig-parted config "
-                           "(or config to pass one inline)" % path)
+            raise MigError("the MIG config %s does not exist: give the path of a mig-parted config" % path)
         document = parse_config(text, path)
         if document is None:
             raise MigError("the MIG config %s is empty: give it a mig-parted config (version: v1, mig-configs: ...)"

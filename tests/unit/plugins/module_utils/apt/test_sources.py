@@ -154,8 +154,11 @@ def test_apply_key(fake, tmp_path):
     ({"name": ".hidden"}, "starting with a letter or digit"),
     ({"name": "cuda\nTrusted: yes"}, "cannot name a file apt reads"),
     ({"url": URL + "\nTrusted: yes"}, "holds whitespace or a control character (a line break"),
-    ({"url": "http://127.0.0.1:8765/cuda/ extra"}, "holds whitespace"),
-    ({"url": "gopher://example.com/"}, "is not a URL apt can fetch"),
+    ({"url": "http://127.0.0.1:8765/cuda/ extra"}, "extra is not a URL apt can fetch"),
+    ({"url": "http://127.0.0.1:8765/cuda/\thttp://m2/"}, "holds whitespace"),
+    ({"url": "http://m1/cuda/  http://m2/cuda/"}, "holds whitespace"),
+    ({"url": "://example.com/"}, "is not a URL apt can fetch"),
+    ({"pin": dict(PIN, version=580.95)}, "pin version 580.95 is a float: quote it"),
     ({"url": "127.0.0.1/cuda"}, "is not a URL apt can fetch"),
     ({"url": "https://"}, "is not a URL apt can fetch"),
     ({"url": "https://ada:s3cret@repo.example.com/cuda/"}, "/etc/apt/auth.conf.d/ (mode 0600"),
@@ -178,6 +181,9 @@ def test_options_apt_could_not_take_are_refused(options, words):
 @pytest.mark.parametrize("options", [
     {"url": "file:///srv/mirror/cuda/"}, {"url": "file:/srv/mirror/cuda/"}, {"url": "mirror+https://mirrors.example/list"},
     {"url": "HTTPS://developer.download.nvidia.com/compute/cuda/repos/debian12/x86_64/"},
+    {"url": "s3://fleet-mirror/nvidia/cuda/"}, {"url": "ar+https://us-central1-apt.pkg.dev/projects/p/nvidia"},
+    {"url": "http://m1.example/cuda/ http://m2.example/cuda/"},
+    {"key_url": "https://ops:s3cret@mirror.example/key.asc", "key": None},
     {"pin": dict(PIN, packages=[], version="")}, {"pin": {"name": "old-pin", "packages": [], "version": ""}},
     {"pin": dict(PIN, packages=["/^nvidia-.*$/", "libnvidia-*", "cuda-drivers:amd64"], version="580.95.05-1")},
     {"name": "nvidia-container-toolkit_1.18.0"},
@@ -186,10 +192,24 @@ def test_options_apt_takes_are_accepted(options):
     assert sources.check(params(**options)) is None
 
 
-def test_a_password_in_a_url_is_never_in_the_message():
-    problem = sources.check(params(url="https://lovelace:s3cret@repo.example.com/cuda/"))
-    assert "s3cret" not in problem and "lovelace" not in problem and "https://***@repo.example.com/cuda/" in problem
+@pytest.mark.parametrize("url, shown", [
+    ("https://lovelace:s3cret@repo.example.com/cuda/", "https://***@repo.example.com/cuda/"),
+    ("https://lovelace:s3@cret@repo.example.com/cuda/", "https://***@repo.example.com/cuda/"),  # an unencoded @
+    ("lovelace:s3cret@repo.example.com/cuda/", "***@repo.example.com/cuda/"),  # no scheme
+])
+def test_a_password_in_a_url_is_never_in_the_message(url, shown):
+    problem = sources.check(params(url=url))
+    assert "s3cret" not in problem and "s3@cret" not in problem and "lovelace" not in problem and shown in problem
     assert sources.redact("https://u:p@h/x") == "https://***@h/x" and sources.redact("http://h/x@y") == "http://h/x@y"
+    assert sources.redact("https://h/key.pub?X-JFrog-Art-Api=s3cret") == "https://h/key.pub?***"
+
+
+def test_the_secrets_of_a_url_are_masked_in_the_result(fake):
+    module = fake()
+    module.no_log_values = set()
+    sources.hide_credentials(module, "https://ops:p@ss@h/k.pub?token=s3cret", "http://m1/ http://u:pw12@m2/")
+    assert {"ops:p@ss", "p@ss", "token=s3cret", "u:pw12", "pw12"} <= module.no_log_values
+    assert all(len(value) > 2 for value in module.no_log_values)
 
 
 def test_a_key_url_with_a_password_names_it_redacted_when_the_download_fails(fake, monkeypatch):
@@ -266,3 +286,27 @@ def test_an_armored_key_is_converted_for_a_keyring_apt_reads_as_binary(fake, tmp
         sources.apply_key(fake(), {"path": path, "content": "-----BEGIN PGP PUBLIC KEY BLOCK-----\n\n!!!\n"
                                    "-----END PGP PUBLIC KEY BLOCK-----\n", "url": None, "timeout": 30,
                                    "state": "present"})
+
+
+def test_removing_a_pin_leaves_one_it_did_not_write_and_says_so(fake, etc):
+    tmp_path, _refreshed = etc
+    (tmp_path / "preferences.d").mkdir()
+    theirs = tmp_path / "preferences.d" / "gpuops-nvidia-driver.pref"
+    theirs.write_text("Package: *\nPin: release o=Debian\nPin-Priority: 500\n")
+    module = fake()
+    result = sources.apply(module, params(url="", key=None, pin=dict(PIN, version="")))
+    assert result["changed"] is False and result["kept"] == [str(theirs)] and module.warnings
+    assert theirs.read_text().startswith("Package: *")
+
+
+def test_the_newest_five_backups_of_a_file_are_kept(fake, etc, monkeypatch):
+    tmp_path, _refreshed = etc
+    module = fake()
+    module.fail_refresh = False
+    stamps = iter("2026-12-04@07:00:%02d" % second for second in range(10))
+    monkeypatch.setattr(sources.files.time, "strftime", lambda _format: next(stamps))
+    for version in range(8):
+        sources.apply(module, params(url="", key=None, pin=dict(PIN, version="580.%d.*" % version)))
+    kept = sorted(os.listdir(tmp_path / "backups"))
+    assert len(kept) == 5 and [name.rsplit(".", 1)[-1] for name in kept] == [
+        "2026-12-04@07:00:%02d~" % second for second in range(2, 7)]

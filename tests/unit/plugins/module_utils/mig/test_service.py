@@ -56,7 +56,7 @@ def test_an_inline_config_or_none_for_the_generated_layouts(inline):
 
 
 @pytest.mark.parametrize("text, message", [
-    (None, "the MIG config {path} does not exist: give config_file the path of a mig-parted config"),
+    (None, "the MIG config {path} does not exist: give the path of a mig-parted config"),
     (b"\xff\xfeversion", "the MIG config {path} is not UTF-8 text"),
     ("DIR", "the MIG config {path} is a directory, not a file"),
     ("- a\n- list\n", "MIG config: "),

@@ -117,7 +117,6 @@ def test_read_specs(tmp_path):
 
 
 @pytest.mark.parametrize("text, error", [
-    ("- a\n- list\n", "holds a list, not a CDI spec"),
     ("cdiVersion: 0.5.0\nkind: nvidia.com/gpu\ndevices: all\n", "devices is a string, not a list"),
     ("cdiVersion: 0.5.0\nkind: nvidia.com/gpu\ndevices: [gpu0, gpu1]\n", "devices[0] is a string, not a mapping"),
     ("kind: nvidia.com/gpu\ndevices: [{name: '0', containerEdits: {deviceNodes: [/dev/nvidia0]}}]\n",
@@ -137,3 +136,13 @@ def test_a_spec_of_the_wrong_shape_is_a_finding_not_a_crash(tmp_path, text, erro
     assert error is None or problems[0]["error"].startswith(error)
     report = cdi.check(specs, problems, GPUS)
     assert codes(report)[0] == "cdi_spec_unreadable" and report["findings"][0]["subject"] == "/etc/cdi/bad.yaml"
+
+
+def test_files_that_are_no_nvidia_spec_are_left_to_their_owner(tmp_path):
+    (tmp_path / "etc" / "cdi").mkdir(parents=True)
+    (tmp_path / "etc" / "cdi" / "list.yaml").write_text("- a\n- list\n")
+    (tmp_path / "etc" / "cdi" / "empty.yaml").write_text("")
+    (tmp_path / "etc" / "cdi" / "vendor.yaml").write_text("kind: vendor.example/fpga\ndevices: [a, b]\n")
+    specs, problems = cdi.read_specs(["/etc/cdi"], str(tmp_path))
+    assert problems == [] and [s["path"] for s in specs] == ["/etc/cdi/empty.yaml", "/etc/cdi/list.yaml",
+                                                             "/etc/cdi/vendor.yaml"]
