@@ -9,6 +9,8 @@ the logic is tested there and the roles stay a readable sequence.
 - ``image_problem(image, registry, name)``, ``image_problem_of([image, name], registry)``: why an image
   variable is unusable (None when it is fine).
 - ``k8s_render_name(obj)``: the file name render mode writes OBJ to.
+- ``k8s_name_errors({variable: [value, kind]})``: why values are no Kubernetes names (namespace:
+  ``label``, priority or runtime class: ``subdomain``; a trailing ``?`` allows empty).
 - ``rollout_problems(pods, workload, events, nodes)``: why a workload is not ready, per node.
 - ``pods_not_ready(pods)``: the pods that are not Running and Ready, with the reason.
 - ``k8s_selector(labels)``: matchLabels as the ``key=value`` list kubernetes.core takes.
@@ -129,6 +131,7 @@ class FilterModule:
         table = {
             "image_ref": image_ref,
             "k8s_render_name": k8s_objects.render_name,
+            "k8s_name_errors": k8s_objects.name_errors,
             "image_problem": k8s_objects.image_problem,
             "image_problem_of": image_problem_of,
             "rollout_problems": rollout_problems,

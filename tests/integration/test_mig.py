@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 
 import pytest
 
-from conftest import go_binaries
+from conftest import BIN, _env, go_binaries
 
 MODELS = {  # profile: its usual layouts (profile names as the GPU reports them)
     "dgx-a100": {"all-1g": {"1g.5gb": 7}, "all-3g": {"3g.20gb": 2},
@@ -303,3 +304,22 @@ def test_a_profile_name_the_gpu_does_not_have_is_refused_before_mig_mode_is_touc
         assert "has no MIG profile 1g.5gb (its profiles: 1g.10gb, 1g.10gb+me" in result["msg"], result["msg"]
         assert "MIG mode was not touched" in result["msg"] and result["changed"] is False
     assert _mutations(log) == []
+
+
+@pytest.mark.parametrize("variables, ok", [
+    ({}, True),
+    ({"mig_config_file": "/etc/x.yaml\nExecStartPre=/bin/sh -c id"}, False),
+    ({"mig_config_name": "all-1g\n"}, False),
+    ({"mig_lib_dir": "/opt/gpu lib"}, False),
+])
+def test_what_goes_on_the_boot_units_command_line_is_one_token(tmp_path, variables, ok):
+    """The role's check refuses a config file, config name or library directory that would add a
+    line (a directive of its own) or a word to the boot unit's ExecStart, before anything else."""
+    play = tmp_path / "play.yml"
+    play.write_text("- hosts: localhost\n  gather_facts: false\n  tasks:\n    - ansible.builtin.include_role:\n"
+                    "        name: gpuops.nvidia.mig\n        tasks_from: preflight\n")
+    proc = subprocess.run([os.path.join(BIN, "ansible-playbook"), "-i", "localhost,", "-c", "local", str(play),
+                           "-e", json.dumps(variables)], env=_env(ANSIBLE_STDOUT_CALLBACK="default"),
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert (proc.returncode == 0) == ok, proc.stdout[-2000:]
+    assert ok or "goes on the boot unit's command line" in proc.stdout

@@ -139,6 +139,11 @@ BAD_INPUTS = {
                 "timeSlicing": {"resources": [{"name": "nvidia.com/gpu", "replicas": 2}]},
                 "mps": {"resources": [{"name": "nvidia.com/gpu", "replicas": 2}]}}}}},
         ["both", "timeSlicing", "mps"]),
+    # a value rendered into the objects that could add a field (a line break) or is no name
+    "priority-class-with-a-line-break": ({"gpuops_priority_class_name": "critical\nhostPID: true"},
+                                         ["gpuops_priority_class_name", "critical\\nhostPID: true", "no Kubernetes name"]),
+    "namespace-in-upper-case": ({"gpuops_namespace": "GPU-Operands"},
+                                ["gpuops_namespace", "GPU-Operands", "no Kubernetes name"]),
 }
 BAD_METRICS = ["DCGM_FI_DEV_GPU_TEMPERATURE, gauge, GPU temperature (in C)."]
 

@@ -7,6 +7,7 @@ No I/O; the roles apply the objects with kubernetes.core."""
 
 from __future__ import annotations
 
+import json
 import re
 
 from ansible_collections.gpuops.nvidia.plugins.module_utils.k8s import node_labels
@@ -110,6 +111,32 @@ def image_ref(image: str, registry: str | None = None) -> str:
     if parts["digest"]:
         text += "@" + parts["digest"]
     return text
+
+
+# Kubernetes' own name rules (apimachinery validation): a namespace is a DNS-1123 label, most
+# other objects' names (priority and runtime classes) DNS-1123 subdomains
+_NAME_RULES = {
+    "label": (re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"), 63,
+              "lower-case letters, digits and '-', starting and ending with a letter or digit"),
+    "subdomain": (re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$"), 253,
+                  "lower-case letters, digits, '-' and '.', starting and ending with a letter or digit"),
+}
+
+
+def name_errors(names: dict) -> list:
+    """Why each value is no Kubernetes name of its kind, before it is rendered into an object:
+    NAMES is {variable: [value, kind]}, kind 'label' or 'subdomain' (with a trailing '?': may be
+    empty). A value with a line break or a YAML character could otherwise add fields."""
+    errors = []
+    for variable, (value, kind) in sorted(names.items()):
+        optional = kind.endswith("?")
+        pattern, longest, rule = _NAME_RULES[kind.rstrip("?")]
+        if optional and value in ("", None):
+            continue
+        if not isinstance(value, str) or "\n" in value or not pattern.match(value) or len(value) > longest:
+            errors.append("%s is %s, which is no Kubernetes name: use at most %d %s" % (variable, json.dumps(value)
+                          if isinstance(value, str) else repr(value), longest, rule))
+    return errors
 
 
 def render_name(obj: dict) -> str:

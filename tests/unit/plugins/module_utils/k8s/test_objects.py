@@ -615,3 +615,16 @@ def test_without_leaves_out_the_named_objects():
             {"kind": "Namespace", "metadata": {"name": "gpuops-nvidia"}}]
     assert k8s_objects.without(objs, ["RuntimeClass/nvidia"]) == [objs[1]]
     assert k8s_objects.without(objs, []) == objs
+
+
+@pytest.mark.parametrize("value, kind, ok", [
+    ("gpuops-nvidia", "label", True), ("system-node-critical", "subdomain", True), ("nvidia.com-x", "subdomain", True),
+    ("", "subdomain?", True), (None, "subdomain?", True), ("", "label", False),
+    ("GPU-Operands", "label", False), ("a.b", "label", False), ("x" * 64, "label", False), ("x" * 253, "subdomain", True),
+    ("critical\nhostPID: true", "subdomain", False), ("critical\n", "subdomain", False), ("-critical", "subdomain", False),
+    ("critical ", "subdomain", False), (7, "label", False), ("{a: b}", "subdomain", False),
+])
+def test_kubernetes_names(value, kind, ok):
+    errors = k8s_objects.name_errors({"gpuops_namespace": [value, kind]})
+    assert (errors == []) == ok, errors
+    assert ok or errors[0].startswith("gpuops_namespace is ") and "no Kubernetes name" in errors[0]
