@@ -300,6 +300,7 @@ NEEDS = {
     "test_every_file_is_one_object_the_roles_define": {"base"},
     "test_no_secret_and_no_password_anywhere": {"base", "again"},
     "test_rendered_objects_refer_to_each_other": {"base"},
+    "test_operands_are_no_broader_than_upstream": {"base"},
     "test_every_object_passes_kubernetes_validate_strict": {"base"},
     "test_rendering_again_changes_nothing": {"base", "again"},
     "test_a_smaller_configuration_removes_only_its_stale_files": {"base", "stale"},
@@ -521,6 +522,35 @@ def test_rendered_objects_refer_to_each_other(renders):
 
 
 # ---- 3: kubernetes-validate --strict ----------------------------------------------------------
+
+def test_operands_are_no_broader_than_upstream(renders):
+    """The rendered operands' privileges, field by field, against what NVIDIA's charts grant at the
+    pinned versions (k8s-device-plugin's deployments/helm, dcgm-exporter's chart, the GPU
+    Operator's GFD asset): the config managers drop every capability, the exporter keeps only
+    SYS_ADMIN and cannot escalate, GFD reads the host's /sys read-only."""
+    objects = _objects(_ok(renders.get("base")))
+    seen = set()
+    for obj in objects.values():
+        for pod in _pod_specs(obj):
+            mounts = {}
+            for container in _containers(pod):
+                context = container.get("securityContext") or {}
+                if container["name"].startswith("config-manager"):
+                    seen.add("config-manager")
+                    assert context.get("capabilities") == {"drop": ["ALL"]}, (obj["metadata"]["name"], container)
+                    assert context.get("allowPrivilegeEscalation") is False
+                if obj["metadata"]["name"] == "dcgm-exporter" and container["name"] == "exporter":
+                    seen.add("dcgm-exporter")
+                    assert context.get("capabilities") == {"add": ["SYS_ADMIN"], "drop": ["ALL"]}, context
+                    assert context.get("allowPrivilegeEscalation") is False and not context.get("privileged")
+                for mount in container.get("volumeMounts") or []:
+                    mounts[(container["name"], mount["name"])] = mount
+            if obj["metadata"]["name"] == "gpu-feature-discovery" and obj["kind"] == "DaemonSet":
+                seen.add("gfd")
+                sys_mounts = [m for (c, n), m in mounts.items() if m["mountPath"] == "/sys"]
+                assert sys_mounts and all(m.get("readOnly") is True for m in sys_mounts), sys_mounts
+    assert seen == {"config-manager", "dcgm-exporter", "gfd"}, seen
+
 
 def test_kubernetes_validate_bundles_every_minor():
     """kubernetes-validate falls back to the newest bundled schemas that are not newer than the
