@@ -55,9 +55,9 @@ _PROBLEMS = (
 _URL_RE = re.compile(r"(?:https?|ftp|file|cdrom)://[^\s'\"]+")
 
 
-def _deb822(text):
-    """URIs of a deb822 .sources file (every stanza that is not Enabled: no)."""
-    uris = []
+def deb822_stanzas(text):
+    """The stanzas of a deb822 .sources file, each {field name in lower case: value}."""
+    stanzas = []
     for stanza in re.split(r"\n\s*\n", text):
         fields = {}
         for line in stanza.splitlines():
@@ -65,6 +65,14 @@ def _deb822(text):
                 continue
             key, value = line.split(":", 1)
             fields[key.strip().lower()] = value.strip()
+        stanzas.append(fields)
+    return stanzas
+
+
+def _deb822(text):
+    """URIs of a deb822 .sources file (every stanza that is not Enabled: no)."""
+    uris = []
+    for fields in deb822_stanzas(text):
         if fields.get("enabled", "yes").lower() != "no":
             uris.extend(fields.get("uris", "").split())
     return uris

@@ -8,9 +8,9 @@ lists when the key or the source changed - or when the last refresh of them fail
 under records.APT_SOURCES says which key and source were last refreshed).
 
 ``check`` refuses, before anything is read or written, every option apt could not take as it
-is: a name that is no file name apt reads, a URL with whitespace, a line break (a field of its
-own in the .sources file), credentials or a scheme apt has no method for, a pin without packages
-or with a pattern that is not one token. ``plan`` is pure: the options in, the file each path
+is: a name that is no file name apt reads, a URL with a line break (a field of its own in the
+.sources file) or other stray whitespace, credentials, or no scheme and host, a pin without
+packages or with a version or pattern that is not one token. ``plan`` is pure: the options in, the file each path
 should hold (None: absent) out; ``apply`` compares them with the files, refuses to take over a
 source or pin file it did not write (state=absent leaves such a file alone and says so), backs
 up every file it replaces (under BACKUPS, outside apt's directories, which read every file),
@@ -57,32 +57,27 @@ def read_bytes(path: str) -> bytes | None:
         return None
 
 
+def _url_parts(url: str) -> tuple:
+    """(scheme://, user:password or '', host and path, query or None) of a URL; the userinfo runs
+    to the authority's last '@', as URL parsers split it."""
+    head, sep, query = (url or "").partition("?")
+    prefix, marker, rest = head.partition("://") if "://" in head else ("", "", head)
+    authority, slash, path = rest.partition("/")
+    userinfo, _at, host = authority.rpartition("@")
+    return prefix + marker, userinfo, host + slash + path, query if sep else None
+
+
 def _secrets(url: str) -> list:
-    """The parts of a URL that may be secrets: its user:password (up to the authority's last '@',
-    as URL parsers split it) and the password alone, and its query string (tokens: a private
-    mirror's API key, a presigned URL)."""
-    url = url or ""
-    found = []
-    head, _sep, query = url.partition("?")
-    if query:
-        found.append(query)
-    rest = head.split("://", 1)[1] if "://" in head else head
-    authority = rest.split("/", 1)[0]
-    if "@" in authority:
-        userinfo = authority.rpartition("@")[0]
-        found += [part for part in (userinfo, userinfo.partition(":")[2]) if part]
-    return found
+    """The parts of a URL that may be secrets: its user:password and the password alone, and its
+    query string (tokens: a private mirror's API key, a presigned URL)."""
+    _scheme, userinfo, _rest, query = _url_parts(url)
+    return [part for part in (query, userinfo, userinfo.partition(":")[2]) if part]
 
 
 def redact(url: str) -> str:
     """url with its user:password and query string replaced by ***, for messages."""
-    url = url or ""
-    head, sep, query = url.partition("?")
-    prefix, marker, rest = head.partition("://") if "://" in head else ("", "", head)
-    authority, slash, path = rest.partition("/")
-    if "@" in authority:
-        authority = "***@" + authority.rpartition("@")[2]
-    return prefix + marker + authority + slash + path + ("?***" if sep else "")
+    scheme, userinfo, rest, query = _url_parts(url)
+    return scheme + ("***@" if userinfo else "") + rest + ("?***" if query is not None else "")
 
 
 def download(module, url: str, timeout: int = 30) -> bytes:
@@ -199,9 +194,8 @@ def check(params: dict) -> str | None:
     if problem:
         return problem
     if params["url"]:
-        if "\n" in params["url"] or "\r" in params["url"] or "\t" in params["url"]:
-            return _url_problem("url", params["url"])
-        # deb822's URIs: one URL, or mirrors separated by single spaces
+        # deb822's URIs: one URL, or mirrors separated by single spaces (any other whitespace is
+        # left in a part, which _url_problem refuses)
         for url in params["url"].split(" "):
             problem = _url_problem("url", url)
             if problem:
@@ -223,8 +217,7 @@ def owned(path: str, data: bytes | None, name: str) -> bool:
         return True
     text = data.decode("utf-8", "replace")
     if path.endswith(".sources"):
-        return any(line.split(":", 1)[0].strip() == OWN_SOURCE and line.split(":", 1)[1].strip() == name
-                   for line in text.splitlines() if ":" in line)
+        return any(fields.get(OWN_SOURCE.lower()) == name for fields in apt.deb822_stanzas(text))
     if path.startswith(PREFERENCES):
         return OWN_PIN in text
     return True
@@ -284,7 +277,8 @@ def apply(module, params: dict) -> dict:
         result["keys"] = keys
     steps = plan(params, key)
     where, diffs = steps["paths"], []
-    foreign = [path for path in steps["files"] if not owned(path, read_bytes(path), params["name"])]
+    found = {path: read_bytes(path) for path in steps["files"]}
+    foreign = [path for path in steps["files"] if not owned(path, found[path], params["name"])]
     taken = [path for path in foreign if steps["files"][path] is not None]
     if taken:
         raise ops.AptError("%s exists and was not written by gpuops.nvidia (%s): it is never taken over; choose "
@@ -296,7 +290,7 @@ def apply(module, params: dict) -> dict:
     for path in foreign:
         module.warn("%s was not written by gpuops.nvidia: left as it is" % path)
     for path, after in list(steps["files"].items()):
-        before = read_bytes(path)
+        before = found[path]
         after = to_bytes(after) if after is not None else None
         if before == after or path in foreign:
             steps["files"].pop(path)
