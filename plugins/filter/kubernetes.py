@@ -13,9 +13,6 @@ the logic is tested there and the roles stay a readable sequence.
   ``label``, priority or runtime class: ``subdomain``; a trailing ``?`` allows empty).
 - ``rollout_problems(pods, workload, events, nodes)``: why a workload is not ready, per node.
 - ``pods_not_ready(pods)``: the pods that are not Running and Ready, with the reason.
-- ``k8s_selector(labels)``: matchLabels as the ``key=value`` list kubernetes.core takes.
-- ``k8s_foreign(results)``, ``k8s_without(objects, keys)``: shared objects (namespace, RuntimeClass,
-  CRDs) that exist and are not ours, and a list of objects without them.
 - ``nfd_cleanup_patch(node)``: the patch removing the labels and annotations NFD left on a node.
 - ``node_desired_labels(info, operands, device_plugin_config, topology)``, ``node_unhealthy_codes
   (info, severities, codes)``, ``node_label_plan(node, desired, unhealthy, taint, state)``,
@@ -136,10 +133,7 @@ class FilterModule:
             "image_problem_of": image_problem_of,
             "rollout_problems": rollout_problems,
             "pods_not_ready": k8s_objects.pods_not_ready,
-            "k8s_selector": k8s_objects.selector,
             "nfd_cleanup_patch": k8s_objects.nfd_cleanup_patch,
-            "k8s_foreign": k8s_objects.foreign,
-            "k8s_without": k8s_objects.without,
             "node_desired_labels": node_desired_labels,
             "node_unhealthy_codes": node_unhealthy_codes,
             "node_label_plan": node_label_plan,

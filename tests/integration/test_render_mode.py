@@ -243,7 +243,9 @@ class Renders:
 
     def __init__(self, work, needed):
         self.work = work
-        runs = {"images": {"gpuops_image_registry": MIRROR, "device_plugin_image": PLUGIN_DIGEST_IMAGE},
+        # (the mirror run also turns the exporter's pod labels on, the one thing that may widen its role)
+        runs = {"images": {"gpuops_image_registry": MIRROR, "device_plugin_image": PLUGIN_DIGEST_IMAGE,
+                           "dcgm_exporter_pod_labels": True},
                 "bad-metrics": {"dcgm_exporter_extra_metrics": BAD_METRICS}}
         runs.update({name: extra for name, (extra, _named) in BAD_INPUTS.items()})
         self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=len(runs) + 1)  # pylint: disable=consider-using-with
@@ -301,6 +303,8 @@ NEEDS = {
     "test_no_secret_and_no_password_anywhere": {"base", "again"},
     "test_rendered_objects_refer_to_each_other": {"base"},
     "test_operands_are_no_broader_than_upstream": {"base"},
+    "test_nfd_is_no_broader_than_its_own_chart": {"base"},
+    "test_the_exporter_reads_pods_only_with_pod_labels_on": {"base", "images"},
     "test_every_object_passes_kubernetes_validate_strict": {"base"},
     "test_rendering_again_changes_nothing": {"base", "again"},
     "test_a_smaller_configuration_removes_only_its_stale_files": {"base", "stale"},
@@ -552,6 +556,73 @@ def test_operands_are_no_broader_than_upstream(renders):
     assert seen == {"config-manager", "dcgm-exporter", "gfd"}, seen
 
 
+def _broader(ours, upstream):
+    """The fields of container security context OURS that grant more than UPSTREAM's."""
+    ours, found = ours or {}, []
+    for field in ("allowPrivilegeEscalation", "privileged"):
+        if ours.get(field, True if field == "allowPrivilegeEscalation" else False) and upstream.get(field) is False:
+            found.append(field)
+    for field in ("readOnlyRootFilesystem", "runAsNonRoot"):
+        if upstream.get(field) is True and ours.get(field) is not True:
+            found.append(field)
+    caps, up_caps = ours.get("capabilities") or {}, upstream.get("capabilities") or {}
+    if "ALL" in (up_caps.get("drop") or []) and "ALL" not in (caps.get("drop") or []):
+        found.append("capabilities.drop")
+    if set(caps.get("add") or []) - set(up_caps.get("add") or []):
+        found.append("capabilities.add")
+    if "runAsUser" in upstream and ours.get("runAsUser", 0) == 0 and upstream["runAsUser"] != 0:
+        found.append("runAsUser")
+    return found
+
+
+def _nfd_upstream_values():
+    """node-feature-discovery's own chart values at the version the lab builds (its Go module,
+    downloaded by tests/lab/go-binaries): the upstream the NFD the role deploys is compared with."""
+    with open(os.path.join(REPO, "tests", "lab", "go", "nfd", "go.mod"), encoding="utf-8") as handle:
+        version = re.search(r"sigs\.k8s\.io/node-feature-discovery (v\S+)", handle.read()).group(1)
+    cache = subprocess.run(["go", "env", "GOMODCACHE"], capture_output=True, text=True, check=True).stdout.strip()
+    path = os.path.join(cache, "sigs.k8s.io", "node-feature-discovery@" + version,
+                        "deployment", "helm", "node-feature-discovery", "values.yaml")
+    with open(path, encoding="utf-8") as handle:
+        return version, yaml.safe_load(handle)
+
+
+def test_nfd_is_no_broader_than_its_own_chart(renders):
+    """NFD's master and worker, field by field against node-feature-discovery's chart at the pinned
+    version (read from its module, not restated here): non-root, read-only root, no capabilities."""
+    version, values = _nfd_upstream_values()
+    objects = _objects(_ok(renders.get("base")))
+    assert "node-feature-discovery:" + version in json.dumps(objects), "the role deploys another NFD than " + version
+    seen = {}
+    for obj in objects.values():
+        for pod in _pod_specs(obj):
+            for container in _containers(pod):
+                part = {"nfd-master": "master", "nfd-worker": "worker"}.get(container["name"])
+                if part:
+                    seen[part] = _broader(container.get("securityContext"), values[part]["securityContext"])
+    assert seen == {"master": [], "worker": []}, "broader than NFD %s's chart: %s" % (version, seen)
+    # the check itself: what the role rendered before this issue is broader
+    assert _broader({"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}},
+                    values["master"]["securityContext"]) == ["readOnlyRootFilesystem", "runAsNonRoot"]
+
+
+def _exporter_pod_labels(objects):
+    """(the exporter's pod-labels switch, the rules of its ClusterRole) of a render."""
+    by_key = {_key(obj): obj for obj in objects.values()}
+    env = {var["name"]: var.get("value") for pod in _pod_specs(by_key[("DaemonSet", NS, "dcgm-exporter")])
+           for container in _containers(pod) for var in container.get("env") or []}
+    return (env["DCGM_EXPORTER_KUBERNETES_ENABLE_POD_LABELS"],
+            by_key[("ClusterRole", None, "gpuops-nvidia:dcgm-exporter")]["rules"])
+
+
+def test_the_exporter_reads_pods_only_with_pod_labels_on(renders):
+    """dcgm-exporter's chart grants pod access only with pod labels on: off (the default), the
+    ClusterRole is there but grants nothing, so a later run with them off takes the grant away."""
+    assert _exporter_pod_labels(_objects(_ok(renders.get("base")))) == ("false", [])
+    assert _exporter_pod_labels(_objects(_ok(renders.get("images")))) == (
+        "true", [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]}])
+
+
 def test_kubernetes_validate_bundles_every_minor():
     """kubernetes-validate falls back to the newest bundled schemas that are not newer than the
     version asked for, and refuses a version newer than its newest; each minor must be there."""
@@ -631,6 +702,13 @@ def test_a_mirror_rewrites_every_image_and_a_digest_is_kept(renders):
             else:
                 node["image"] = _mirrored(image)
             seen += 1
+        # and the exporter's pod labels, which this run turns on (the test above reads them)
+        if _key(obj) == ("ClusterRole", None, "gpuops-nvidia:dcgm-exporter"):
+            expected["rules"] = images[name]["rules"]
+        for pod in _pod_specs(expected) if _key(obj) == ("DaemonSet", NS, "dcgm-exporter") else ():
+            for var in (var for container in _containers(pod) for var in container.get("env") or []):
+                if var["name"] == "DCGM_EXPORTER_KUBERNETES_ENABLE_POD_LABELS":
+                    var["value"] = "true"
         # nothing else changes
         assert images[name] == expected, name
     workloads = [obj for obj in base.values() if obj["kind"] in WORKLOAD_KINDS]

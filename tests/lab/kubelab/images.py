@@ -49,8 +49,9 @@ def shared_libraries(binary):
 class Image:
     """One image: files (host path -> image path), symlinks, directories, config."""
 
-    def __init__(self, tags, entrypoint=None, cmd=None, env=None, labels=None, workdir="/"):
+    def __init__(self, tags, entrypoint=None, cmd=None, env=None, labels=None, workdir="/", user=None):
         self.tags = list(tags)
+        self.user = user
         self.entrypoint = entrypoint
         self.cmd = cmd
         self.env = dict(env or {})
@@ -118,6 +119,7 @@ class Image:
                 "Entrypoint": self.entrypoint,
                 "Cmd": self.cmd,
                 "WorkingDir": self.workdir,
+                **({"User": self.user} if self.user else {}),
                 "Labels": self.labels or None,
             },
             "rootfs": {"type": "layers", "diff_ids": [diff_id]},
@@ -263,11 +265,12 @@ def lab_images(out_dir, bins):
         dp.add_binary(os.path.join(bins["device-plugin"], b), f"/usr/bin/{b}")
 
     # kubernetes-sigs/node-feature-discovery v0.19.0, Dockerfile: the binaries in /usr/bin, the
-    # example worker configuration, GRPC_GO_LOG_SEVERITY_LEVEL; built with hostpath prefix /host-
+    # example worker configuration, GRPC_GO_LOG_SEVERITY_LEVEL, USER 65534:65534 (its deployment
+    # says runAsNonRoot); built with hostpath prefix /host-
     nfd = base_files(Image(
         ["registry.k8s.io/nfd/node-feature-discovery:v0.19.0",
          "registry.k8s.io/nfd/node-feature-discovery:v0.19.0-minimal"],
-        env={"GRPC_GO_LOG_SEVERITY_LEVEL": "INFO"},
+        env={"GRPC_GO_LOG_SEVERITY_LEVEL": "INFO"}, user="65534:65534",
         labels={"org.gpuops.lab": "built by the gpuops lab from the module's sources"}))
     for b in ("nfd-master", "nfd-worker", "nfd-gc"):
         nfd.add_binary(os.path.join(bins["nfd"], b), f"/usr/bin/{b}")
@@ -296,7 +299,7 @@ def lab_images(out_dir, bins):
 
 def _recipe_stamp(image):
     h = hashlib.sha256()
-    h.update(json.dumps([image.tags, image.entrypoint, image.cmd, image.env, image.labels, image.workdir,
+    h.update(json.dumps([image.tags, image.entrypoint, image.cmd, image.env, image.labels, image.workdir, image.user,
                          sorted(image.links.items()), sorted(image.dirs.items())]).encode())
     for p in sorted(image.files):
         src, mode = image.files[p]

