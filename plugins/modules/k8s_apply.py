@@ -19,7 +19,7 @@ description:
     C(CustomResourceDefinition)) that exist and do not carry the label
     C(app.kubernetes.io/managed-by: gpuops.nvidia) were made by someone else (the GPU Operator,
     RKE2 and k3s ship an C(nvidia) RuntimeClass; an NFD install brings its CRDs): they are never
-    changed or deleted, and are returned in RV(foreign)."
+    changed or deleted, and are returned in RV(foreign) and named in a warning."
   - With O(state=present) the other objects are applied with server-side apply (field manager
     C(gpuops-nvidia), taking over conflicting fields), in the order given; an object is changed
     when what the server holds differs afterwards (its status and the server's own metadata
@@ -154,6 +154,9 @@ def main():
         result = k8s_apply.run(module.params, module.check_mode)
     except (k8s_apply.ApplyError, kube_api.KubeError) as exc:
         module.fail_json(msg=str(exc))
+    if result["foreign"]:
+        module.warn("left as they are (they exist and were not made by gpuops.nvidia, so they are neither changed "
+                    "nor deleted): %s" % ", ".join(result["foreign"]))
     diff = result.pop("diff")
     module.exit_json(**(dict(result, diff=diff) if module._diff else result))
 

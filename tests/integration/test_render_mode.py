@@ -144,6 +144,20 @@ BAD_INPUTS = {
                                          ["gpuops_priority_class_name", "critical\\nhostPID: true", "no Kubernetes name"]),
     "namespace-in-upper-case": ({"gpuops_namespace": "GPU-Operands"},
                                 ["gpuops_namespace", "GPU-Operands", "no Kubernetes name"]),
+    "system-namespace": ({"gpuops_namespace": "kube-system"}, ["kube-system", "namespace of their own"]),
+    "mps-sharing": ({"device_plugin_configs": {
+        "default": {"flags": {"migStrategy": "none"}},
+        "mps2": {"version": "v1", "sharing": {"mps": {"resources": [{"name": "nvidia.com/gpu", "replicas": 2}]}}}}},
+        ["device_plugin_configs: mps2 share GPUs with MPS", "Use timeSlicing"]),
+    # (the complete entry's password is in no output: the test below checks every case)
+    "credentials-incomplete": ({"cluster_registry_credentials": [
+        {"name": "mirror-pull", "registry": "mirror.example:5000", "username": "robot", "password": PASSWORD},
+        {"name": "half", "registry": "mirror.example:5000"}]},
+        ["every entry of cluster_registry_credentials needs name, registry, username and password"]),
+    # every problem of a role's inputs is named at once, not only the first
+    "two-problems-at-once": ({"dcgm_exporter_image": "nvcr.io/nvidia/k8s/dcgm-exporter",
+                              "dcgm_exporter_extra_metrics": ["DCGM_FI_DEV_NO_SUCH_FIELD, gauge, none."]},
+                             ["dcgm_exporter_image", "dcgm_exporter_extra_metrics: ", "DCGM_FI_DEV_NO_SUCH_FIELD"]),
 }
 BAD_METRICS = ["DCGM_FI_DEV_GPU_TEMPERATURE, gauge, GPU temperature (in C)."]
 
@@ -730,6 +744,7 @@ def test_bad_input_is_refused_before_anything_is_written(renders, case):
     assert missing == [], "the message does not name %s:\n%s" % (", ".join(missing), message[-3000:])
     assert render.files() == {}, "files were written before the refusal: %s" % sorted(render.files())
     assert render.podman_calls == ""
+    assert PASSWORD not in render.text
 
 
 # ---- 7: the exporter's counters ---------------------------------------------------------------
