@@ -352,6 +352,24 @@ def test_a_sick_node_is_labelled_and_tainted_until_it_is_healthy_again(lab_only)
         kube.run("-n", NS, "rollout", "status", "daemonset/nvidia-device-plugin", "--timeout=180s", timeout=200)
 
 
+def test_a_node_name_or_device_plugin_config_that_does_not_exist_is_named_before_any_patch(lab_only):
+    """Both mistakes of one host's inventory in one message, and the node left as it was."""
+    kube = lab_only
+    node = "gpuops-lab-l40s"
+    before = kube.get("node", node)
+    res = playbook("site.yml", "--tags", "labels", "--limit", node, check=False,
+                   *extra(node_labels_node_name="gpu-node-mistyped", node_labels_device_plugin_config="ts-nine"))
+    assert res.returncode != 0
+    out = res.stdout
+    assert "node_labels_device_plugin_config is ts-nine, which is not a configuration of device_plugin_configs" in out, \
+        out[-3000:]
+    assert "The cluster has no node named gpu-node-mistyped (the name of gpuops-lab-l40s)" in out, out[-3000:]
+    assert "Patch the node's labels and taints" not in out
+    after = kube.get("node", node)
+    assert after["metadata"]["labels"] == before["metadata"]["labels"]
+    assert after["spec"].get("taints") == before["spec"].get("taints")
+
+
 def test_check_mode_reports_a_change_and_makes_none(lab_only):
     kube = lab_only
     configs = {"default": {"flags": {"migStrategy": "none"}}, "ts-2": TS4["ts-4"]}
