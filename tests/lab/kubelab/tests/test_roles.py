@@ -358,11 +358,12 @@ def test_a_node_name_or_device_plugin_config_that_does_not_exist_is_named_before
     node = "gpuops-lab-l40s"
     before = kube.get("node", node)
     res = playbook("site.yml", "--tags", "labels", "--limit", node, check=False,
-                   *extra(node_labels_node_name="gpu-node-mistyped", node_labels_device_plugin_config="ts-nine"))
+                   *extra(node_labels_node_name="gpu-node-mistyped", node_labels_device_plugin_config="ts-nine",
+                          device_plugin_configs={"default": {"flags": {"migStrategy": "none"}}, **TS4}))
     assert res.returncode != 0
     out = res.stdout
-    assert "node_labels_device_plugin_config is ts-nine, which is not a configuration of device_plugin_configs" in out, \
-        out[-3000:]
+    assert ("node_labels_device_plugin_config is ts-nine, which is not a configuration of device_plugin_configs "
+            "(default, ts-4)") in out, out[-3000:]
     assert "The cluster has no node named gpu-node-mistyped (the name of gpuops-lab-l40s)" in out, out[-3000:]
     assert "Patch the node's labels and taints" not in out
     after = kube.get("node", node)
