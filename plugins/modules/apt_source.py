@@ -163,6 +163,7 @@ refresh_needed:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpuops.nvidia.plugins.module_utils.apt import ops, sources
+from ansible_collections.gpuops.nvidia.plugins.module_utils.host import files
 
 
 def main():
@@ -187,6 +188,8 @@ def main():
         result = sources.apply(module, module.params)
     except ops.AptError as exc:
         module.fail_json(**exc.result())
+    except files.FileError as exc:
+        module.fail_json(msg="%s; nothing was changed" % exc)
     module.exit_json(**result)
 
 

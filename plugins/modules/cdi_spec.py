@@ -171,6 +171,7 @@ refresh_units:
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.gpuops.nvidia.plugins.module_utils.host import files
 from ansible_collections.gpuops.nvidia.plugins.module_utils.runtime import cdi_refresh
 
 
@@ -190,7 +191,10 @@ def main():
         ),
         supports_check_mode=True,
     )
-    module.exit_json(**cdi_refresh.run(module))
+    try:
+        module.exit_json(**cdi_refresh.run(module))
+    except files.FileError as exc:
+        module.fail_json(msg="%s; nothing was changed" % exc)
 
 
 if __name__ == "__main__":

@@ -230,6 +230,7 @@ diff:
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.gpuops.nvidia.plugins.module_utils.host import files
 from ansible_collections.gpuops.nvidia.plugins.module_utils.runtime import edit
 
 
@@ -255,7 +256,10 @@ def main():
         ),
         supports_check_mode=True,
     )
-    module.exit_json(**edit.run(module))
+    try:
+        module.exit_json(**edit.run(module))
+    except files.FileError as exc:
+        module.fail_json(msg="%s; nothing was changed" % exc)
 
 
 if __name__ == "__main__":

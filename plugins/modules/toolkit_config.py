@@ -102,11 +102,11 @@ def main():
     if not containerd.HAS_TOMLKIT:
         module.fail_json(msg=missing_required_lib("tomlkit"), exception=containerd.TOMLKIT_IMPORT_ERROR)
     path = module.params["path"]
-    before = files.read_text(path)
     settings = {name: module.params[name] for name in toolkit.KEYS}
     try:
+        before = files.read_text(path, "toolkit configuration")
         plan = toolkit.configure(before, settings, source=path)
-    except ConfigError as exc:
+    except (ConfigError, files.FileError) as exc:
         module.fail_json(msg=str(exc))
     result = {"changed": plan["changed"], "values": plan["values"], "toolkit_version": toolkit.installed_version(module)}
     if plan["changed"]:

@@ -16,13 +16,29 @@ __metaclass__ = type
 from ansible_collections.gpuops.nvidia.plugins.module_utils.runtime.common import mask_text
 
 
-def read_text(path: str) -> str | None:
-    """The file's text, or None when it does not exist."""
+class FileError(Exception):
+    """A file that exists but cannot be read as text; the message names it and the fix."""
+
+
+def read_text(path: str, what: str = "file") -> str | None:
+    """The file's text, or None when it does not exist. Anything else that stops it being read
+    (a directory, a path under a regular file, text that is not UTF-8, no permission) is a
+    FileError naming WHAT and the path."""
     try:
         with open(path, encoding="utf-8") as handle:
             return handle.read()
     except FileNotFoundError:
         return None
+    except IsADirectoryError:
+        raise FileError("the %s %s is a directory, not a file: move it away or give another path" % (what, path))
+    except NotADirectoryError:
+        raise FileError("the %s %s cannot exist: a part of its path is a file, not a directory; "
+                        "move that file away or give another path" % (what, path))
+    except UnicodeDecodeError as exc:
+        raise FileError("the %s %s is not UTF-8 text (%s): it was not written by this collection or its "
+                        "program; move it away" % (what, path, exc.reason))
+    except OSError as exc:
+        raise FileError("cannot read the %s %s: %s" % (what, path, exc.strerror or exc))
 
 
 def diff_entry(path: str, before: str | None, after: str | None) -> dict:

@@ -39,8 +39,9 @@ PACKAGES = ROOT + "/packages"
 APT_SOURCES = ROOT + "/apt-sources"
 
 
-class RecordError(Exception):
-    """A record that exists but cannot be used; the message names the file and the fix."""
+# A record that exists but cannot be used; the message names the file and the fix. The same class
+# as files.FileError, so a caller that handles one handles a record that cannot even be read.
+RecordError = files.FileError
 
 
 def under(root: str, path: str) -> str:
@@ -51,23 +52,9 @@ def under(root: str, path: str) -> str:
 
 
 def read_text(path: str, what: str = "record") -> str | None:
-    """The file's text, or None when there is none. Anything else that stops it being read is a
-    RecordError naming the file."""
-    try:
-        with open(path, encoding="utf-8") as handle:
-            return handle.read()
-    except FileNotFoundError:
-        return None
-    except IsADirectoryError:
-        raise RecordError("the %s %s is a directory, not a file: move it away" % (what, path))
-    except NotADirectoryError:
-        raise RecordError("the %s %s cannot exist: a part of its path is a file, not a directory; "
-                          "move that file away or give another path" % (what, path))
-    except UnicodeDecodeError as exc:
-        raise RecordError("the %s %s is not UTF-8 text (%s): it was not written by this collection; "
-                          "move it away" % (what, path, exc.reason))
-    except OSError as exc:
-        raise RecordError("cannot read the %s %s: %s" % (what, path, exc.strerror or exc))
+    """The record's text, or None when there is none (files.read_text: anything else that stops it
+    being read is a RecordError naming the file)."""
+    return files.read_text(path, what)
 
 
 def parse(text: str, path: str, shape: type = dict, what: str = "record"):

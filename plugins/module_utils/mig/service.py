@@ -73,7 +73,7 @@ def load_config(path: str | None, inline: dict | None):
                            % path)
     errors = mig_config.config_errors(document) if document is not None else []
     if errors:
-        raise MigError("MIG config: " + "; ".join(errors))
+        raise MigError("%s: %s" % ("the MIG config %s" % path if path else "MIG config", "; ".join(errors)))
     return document
 
 

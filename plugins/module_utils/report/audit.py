@@ -93,12 +93,17 @@ def runtime_items(module, params: dict, root: str) -> tuple:
     cdi_on = uses_cdi(params["cdi"], name, version)
     main, drop_in = detect.CONFIG_FILES[name]
     directory = os.path.dirname(drop_in) if drop_in else None
-    if name == "containerd":
-        found = drift.containerd_items(config_texts(root, main, directory), params["runtime_name"], cdi_on)
-    elif name == "docker":
-        found = drift.docker_items(files.read_text(records.under(root, main)), params["runtime_name"], cdi_on)
-    else:
-        found = drift.crio_items(config_texts(root, main, directory), params["runtime_name"])
+    try:
+        if name == "containerd":
+            found = drift.containerd_items(config_texts(root, main, directory), params["runtime_name"], cdi_on)
+        elif name == "docker":
+            found = drift.docker_items(files.read_text(records.under(root, main)), params["runtime_name"], cdi_on)
+        else:
+            found = drift.crio_items(config_texts(root, main, directory), params["runtime_name"])
+    except files.FileError as exc:
+        # a configuration file that cannot be read is the finding (the runtime cannot read it either)
+        found = [drift.item("%s configuration" % name, "readable", str(exc), False,
+                            "fix or move away the file the message names, then run the toolkit stage")]
     return found, runtime_fact(name, version)
 
 
@@ -129,7 +134,12 @@ def driver_items(module, params: dict, root: str, info: dict | None) -> tuple:
     except records.RecordError as exc:
         requires, unusable = [], [record_item(DRIVER_RECORD, exc)]
     holdable = drift.held_packages(requires, set(packages))
-    pin = files.read_text(records.under(root, params["driver_pin_file"]))
+    try:
+        pin = files.read_text(records.under(root, params["driver_pin_file"]), "driver pin")
+    except files.FileError as exc:
+        pin = None
+        unusable.append(drift.item("driver pin", "readable", str(exc), False,
+                                   "move the file away; the driver stage writes it anew"))
     items = drift.driver_items(installed, loaded, held, holdable, pin, params["driver_version"],
                                params["driver_branch"], params["driver_hold"])
     return items + unusable, loaded or installed

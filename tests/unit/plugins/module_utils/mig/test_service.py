@@ -59,12 +59,12 @@ def test_an_inline_config_or_none_for_the_generated_layouts(inline):
     (None, "the MIG config {path} does not exist: give the path of a mig-parted config"),
     (b"\xff\xfeversion", "the MIG config {path} is not UTF-8 text"),
     ("DIR", "the MIG config {path} is a directory, not a file"),
-    ("- a\n- list\n", "MIG config: "),
+    ("- a\n- list\n", "the MIG config {path}: the MIG config must be a mapping"),
     ("", "the MIG config {path} is empty"),
     ("version: v1\nmig-configs: [unclosed\n", "the MIG config {path} is not valid YAML"),
-    ("{\"version\": \"v1\"}", "MIG config: mig-configs must map config names to lists of entries"),
+    ("{\"version\": \"v1\"}", "the MIG config {path}: mig-configs must map config names to lists of entries"),
     ("version: v1\nmig-configs: {none: [{devices: all, mig-enabled: no way}]}\n",
-     "MIG config: mig-configs.none[0]: mig-enabled must be true or false"),
+     "the MIG config {path}: mig-configs.none[0]: mig-enabled must be true or false"),
 ])
 def test_a_config_that_cannot_be_used_is_refused_by_name(tmp_path, text, message):
     path = tmp_path / "mig.yaml"
