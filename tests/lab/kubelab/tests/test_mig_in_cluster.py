@@ -141,7 +141,9 @@ def test_the_label_chooses_the_layout_and_the_operands_are_paused_then_restored(
               timeout=180, what="a new, ready device plugin pod")
     kube.wait(lambda: node(kube)["status"]["allocatable"].get("nvidia.com/mig-1g.10gb") == "56", timeout=180,
               what=f"{NODE}: 56 allocatable nvidia.com/mig-1g.10gb")
-    assert node(kube)["status"]["allocatable"].get("nvidia.com/gpu", "0") == "0"
+    # (the kubelet updates each resource as the plugin reports it: the whole GPUs go a moment later)
+    kube.wait(lambda: node(kube)["status"]["allocatable"].get("nvidia.com/gpu", "0") == "0", timeout=120,
+              what=f"{NODE}: no whole nvidia.com/gpu allocatable once every GPU is in MIG mode")
     kube.wait(lambda: node(kube)["metadata"]["labels"].get("nvidia.com/mig-1g.10gb.count") == "56", timeout=180,
               what="GFD's nvidia.com/mig-1g.10gb.count")
     assert node(kube)["metadata"]["labels"]["nvidia.com/mig.strategy"] == "mixed"
