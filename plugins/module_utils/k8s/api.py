@@ -71,6 +71,21 @@ def _reason(exc) -> str:
         return getattr(exc, "reason", "") or str(exc)
 
 
+def call(what, method, *args, **kwargs):
+    """METHOD(*args, **kwargs) of the kubernetes client; every failure a KubeError naming WHAT."""
+    # (connect, read) seconds: a connection an API server failover left half-open fails
+    # instead of blocking a wait whose own timeout could then never fire
+    kwargs.setdefault("_request_timeout", REQUEST_TIMEOUT)
+    try:
+        return method(*args, **kwargs)
+    except ApiException as exc:
+        raise KubeError("%s: %s" % (what, _reason(exc)), status=exc.status, reason=_reason(exc))
+    except KubeError:
+        raise
+    except Exception as exc:  # the client's connection errors (urllib3, ssl) are not ApiExceptions
+        raise KubeError("%s: %s" % (what, exc))
+
+
 def connect(params: dict):
     """An ApiClient for the connection options (a dict with the KUBE_ARGUMENT_SPEC keys)."""
     if params.get("host"):
@@ -120,15 +135,7 @@ class Kube:
         self.apps = k8s_client.AppsV1Api(api_client)
 
     def _call(self, what, method, *args, **kwargs):
-        # (connect, read) seconds: a connection an API server failover left half-open fails
-        # instead of blocking a wait whose own timeout could then never fire
-        kwargs.setdefault("_request_timeout", REQUEST_TIMEOUT)
-        try:
-            return method(*args, **kwargs)
-        except ApiException as exc:
-            raise KubeError("%s: %s" % (what, _reason(exc)), status=exc.status, reason=_reason(exc))
-        except Exception as exc:  # the client's connection errors (urllib3, ssl) are not ApiExceptions
-            raise KubeError("%s: %s" % (what, exc))
+        return call(what, method, *args, **kwargs)
 
     def _json(self, what, method, *args, **kwargs):
         response = self._call(what, method, *args, _preload_content=False, **kwargs)

@@ -106,16 +106,7 @@ class Client:
                                          % (api_version, kind), status=404)
 
     def _call(self, what, method, *args, **kwargs):
-        kwargs.setdefault("_request_timeout", kube_api.REQUEST_TIMEOUT)
-        try:
-            return method(*args, **kwargs).to_dict()
-        except kube_api.ApiException as exc:
-            raise kube_api.KubeError("%s: %s" % (what, kube_api._reason(exc)),  # pylint: disable=protected-access
-                                     status=exc.status, reason=kube_api._reason(exc))  # pylint: disable=protected-access
-        except kube_api.KubeError:
-            raise
-        except Exception as exc:  # the client's connection errors are not ApiExceptions
-            raise kube_api.KubeError("%s: %s" % (what, exc))
+        return kube_api.call(what, method, *args, **kwargs).to_dict()
 
     def get(self, api_version, kind, name, namespace=None):
         """The object, or None when there is none."""
