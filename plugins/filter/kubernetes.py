@@ -23,7 +23,7 @@ the logic is tested there and the roles stay a readable sequence.
   configs, default)``: NVIDIA device plugin configuration files.
 - ``validate_host``, ``validate_labels``, ``validate_allocatable``, ``validate_smi``, ``validate_sample``,
   ``validate_metrics``, ``validate_prometheus_target``, ``validate_prometheus_query``,
-  ``validate_pod_of``, ``validate_operands``, ``validate_verdict``: the go-live checks of role
+  ``validate_pod_of``, ``validate_operands``, ``validate_verdict``, ``validate_workload_reuse``: the go-live checks of role
   validate (module_utils/k8s/node_checks.py), each returning the problems it found.
 - ``validate_report_changed(text, previous)``: whether the validation report (its JSON text) says
   anything the report the last run wrote does not: a passed check's evidence that only names what
@@ -153,6 +153,7 @@ class FilterModule:
             "validate_prometheus_query": node_checks.prometheus_query_problems,
             "validate_pod_of": node_checks.pod_of,
             "validate_verdict": node_checks.verdict,
+            "validate_workload_reuse": node_checks.workload_reuse,
             "validate_line": node_checks.line,
             "validate_report_changed": validate_report_changed,
             "mig_cluster_wanted": mig_cluster.wanted_config,

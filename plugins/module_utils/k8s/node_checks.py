@@ -7,6 +7,7 @@ Each returns the list of problems (empty: the check passes), worded with the evi
 
 from __future__ import annotations
 
+import json
 import re
 
 from ansible_collections.gpuops.nvidia.plugins.module_utils.k8s import objects as k8s_objects
@@ -218,6 +219,34 @@ def verdict(results: list) -> dict:
         "summary": (f"{first['check']}: {'; '.join(first.get('evidence') or [])}" if first
                     else "all checks passed: " + ", ".join(r["check"] for r in results)),
     }
+
+
+REUSED = ("not run again: it passed on this node with driver %s, and this run's host stages (driver, toolkit, "
+          "MIG) changed nothing there (validate_workload_when: always runs it every time)")
+
+
+def workload_reuse(previous, node: str, driver, changes, earlier: list):
+    """The workload check carried over from the last report (PREVIOUS, its JSON text) when running
+    it again would prove nothing new: it passed there for NODE with the same DRIVER, every stage
+    change list in CHANGES is empty (None: the stage did not run in this run, so nothing is known),
+    and the EARLIER checks of this run passed. Returns the check's result, or None to run it."""
+    if not driver or any(change is None or change for change in changes or [None]):
+        return None
+    if not earlier or not all(result.get("ok") and not result.get("skipped") for result in earlier):
+        return None
+    try:
+        report = json.loads(previous) if previous else None
+    except ValueError:
+        return None
+    nodes = report.get("nodes") if isinstance(report, dict) else None
+    entry = next((n for n in nodes or [] if isinstance(n, dict) and n.get("node") == node), None)
+    if not entry or entry.get("driver") != driver:
+        return None
+    check = next((c for c in entry.get("checks") or [] if isinstance(c, dict) and c.get("check") == "workload"), None)
+    if not check or not check.get("ok") or check.get("skipped"):
+        return None
+    evidence = [e for e in check.get("evidence") or [] if isinstance(e, str) and not e.startswith("not run again:")]
+    return {"check": "workload", "ok": True, "reused": True, "evidence": [REUSED % driver] + evidence}
 
 
 def line(result: dict) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import json
 
 import pytest
 
@@ -619,3 +620,48 @@ def test_lines_align():
 
 def test_checks_in_checklist_order():
     assert node_checks.CHECKS == ("host", "operands", "labels", "allocatable", "workload", "metrics")
+
+
+# validate_workload_when: changed - the workload's last pass carried over only when nothing is new
+_PASSED = [{"check": name, "ok": True, "evidence": ["fine"]} for name in ("host", "operands", "labels", "allocatable")]
+_RAN = {"check": "workload", "ok": True, "evidence": ["GPU 0: NVIDIA L40S (UUID: GPU-1); the CUDA sample: Test PASSED"]}
+
+
+def _report(node="n1", driver="580.95.05", workload=None):
+    return json.dumps({"checks": list(node_checks.CHECKS), "nodes": [
+        {"host": node, "node": node, "ok": True, "driver": driver, "checks": _PASSED + [workload or _RAN]}]})
+
+
+def test_workload_reuse_carries_a_pass_over_when_nothing_changed():
+    got = node_checks.workload_reuse(_report(), "n1", "580.95.05", [[], [], []], _PASSED)
+    assert got["ok"] and got["reused"] and not got.get("skipped")
+    assert got["evidence"][0].startswith("not run again: it passed on this node with driver 580.95.05")
+    assert got["evidence"][1:] == _RAN["evidence"]
+    # carried over again next run: the note is not stacked
+    again = node_checks.workload_reuse(_report(workload=got), "n1", "580.95.05", [[], [], []], _PASSED)
+    assert again["evidence"] == got["evidence"]
+
+
+@pytest.mark.parametrize("previous, node, driver, changes, earlier", [
+    pytest.param(_report(), "n1", "580.95.05", [["driver 580.95.05 installed"], [], []], _PASSED, id="driver-changed"),
+    pytest.param(_report(), "n1", "580.95.05", [[], ["containerd configured and restarted"], []], _PASSED,
+                 id="toolkit-changed"),
+    pytest.param(_report(), "n1", "580.95.05", [[], [], ["MIG layout all-1g.10gb"]], _PASSED, id="mig-changed"),
+    pytest.param(_report(), "n1", "580.95.05", [None, None, []], _PASSED, id="host-stages-not-run"),
+    pytest.param(_report(), "n1", "580.95.05", [], _PASSED, id="no-changes-known"),
+    pytest.param(_report(driver="570.172.08"), "n1", "580.95.05", [[], [], []], _PASSED, id="other-driver"),
+    pytest.param(_report(), "n1", None, [[], [], []], _PASSED, id="no-driver-read"),
+    pytest.param(_report(), "n2", "580.95.05", [[], [], []], _PASSED, id="node-not-in-report"),
+    pytest.param("", "n1", "580.95.05", [[], [], []], _PASSED, id="no-report"),
+    pytest.param("{not json", "n1", "580.95.05", [[], [], []], _PASSED, id="report-not-json"),
+    pytest.param("[1, 2]", "n1", "580.95.05", [[], [], []], _PASSED, id="report-a-list"),
+    pytest.param(_report(workload={"check": "workload", "ok": False, "evidence": ["ended Failed"]}),
+                 "n1", "580.95.05", [[], [], []], _PASSED, id="last-workload-failed"),
+    pytest.param(_report(workload={"check": "workload", "ok": True, "skipped": True, "evidence": ["false"]}),
+                 "n1", "580.95.05", [[], [], []], _PASSED, id="last-workload-skipped"),
+    pytest.param(_report(), "n1", "580.95.05", [[], [], []],
+                 _PASSED[:3] + [{"check": "allocatable", "ok": False, "evidence": ["nvidia.com/gpu=0"]}],
+                 id="an-earlier-check-fails-now"),
+])
+def test_workload_reuse_runs_the_workload_when_anything_is_new_or_unknown(previous, node, driver, changes, earlier):
+    assert node_checks.workload_reuse(previous, node, driver, changes, earlier) is None
