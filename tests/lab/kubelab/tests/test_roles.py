@@ -564,3 +564,26 @@ def test_state_absent_leaves_the_cluster_as_it_was(lab_only):
         assert after == before
     finally:
         playbook("site.yml", "--tags", "cluster,labels,operands")
+
+
+def test_only_a_drifted_node_goes_through_the_driver_stage_for_real(lab_only):
+    """The driver stage plans every node at once in check mode and runs for real only where the
+    plan found work: a node whose nouveau blacklist went missing gets it back (and its initramfs
+    rebuilt), the converged node is planned and left alone, changing nothing."""
+    kube = lab_only
+    node, other = "gpuops-lab-l40s", "gpuops-lab-h100"
+    conf = "/etc/modprobe.d/blacklist-nouveau-gpuops.conf"
+    assert kube.node_exec(node, f"rm {conf}").returncode == 0
+    res = playbook("site.yml", "--tags", "driver")
+    assert "blacklist nouveau" in kube.node_exec(node, f"cat {conf}").stdout
+    assert recap(res.stdout)[other]["changed"] == 0
+    tasks = _log_tasks(res.stdout)
+    real = [line for name, out in tasks if name == "Install, hold and verify the driver where the plan found something to change"
+            for line in out]
+    assert f"skipping: [{other}]" in real and not any(node in line and "skipping" in line for line in real), real
+    # the initramfs: the plan's handler changes nothing, the real run's rebuilds it
+    start = res.stdout.index("PLAY [Stage 2 - plan the NVIDIA driver")
+    split = res.stdout.index("PLAY [Stage 2 - NVIDIA driver on the nodes the plan found work on")
+    handler = r"RUNNING HANDLER \[gpuops\.nvidia\.driver : Rebuild the initramfs\] \**\n(\S+): \[%s\]" % node
+    assert [m.group(1) for m in re.finditer(handler, res.stdout[start:split])] == ["skipping"]
+    assert [m.group(1) for m in re.finditer(handler, res.stdout[split:])] == ["changed"]
