@@ -154,7 +154,7 @@ def test_the_label_chooses_the_layout_and_the_operands_are_paused_then_restored(
         validate_workload_timeout=60, validate_prometheus_wait=40, validate_report_path=path), check=False)
     with open(path, encoding="utf-8") as f:
         nodes = {n["node"]: n for n in json.load(f)["nodes"]}
-    assert nodes[NODE]["ok"], (nodes[NODE], res.stdout[-3000:])
+    assert nodes[NODE]["ok"], (nodes[NODE]["summary"], res.stdout[-3000:])
     allocatable = next(c for c in nodes[NODE]["checks"] if c["check"] == "allocatable")
     assert "nvidia.com/mig-1g.10gb=56" in allocatable["evidence"][0], allocatable
     # a second run: the node has its layout; nothing is paused, nothing changes

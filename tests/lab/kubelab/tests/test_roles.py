@@ -587,3 +587,21 @@ def test_only_a_drifted_node_goes_through_the_driver_stage_for_real(lab_only):
     handler = r"RUNNING HANDLER \[gpuops\.nvidia\.driver : Rebuild the initramfs\] \**\n(\S+): \[%s\]" % node
     assert [m.group(1) for m in re.finditer(handler, res.stdout[start:split])] == ["skipping"]
     assert [m.group(1) for m in re.finditer(handler, res.stdout[split:])] == ["changed"]
+
+
+def test_a_passed_workload_is_carried_over_only_when_the_host_stages_changed_nothing(lab_only):
+    """validate.yml alone runs the test pod; with the host stages' change lists empty (as a
+    converged site run has them) the pass is carried over, saying so; with a change, it runs."""
+    res, nodes = validate()
+    ran = {name: next(c for c in node["checks"] if c["check"] == "workload") for name, node in nodes.items()}
+    assert all(c["ok"] and not c.get("reused") and "Test PASSED" in c["evidence"][0] for c in ran.values()), ran
+    unchanged = {"driver_changes": [], "container_toolkit_changes": []}
+    res, nodes = validate(**unchanged)
+    for name, node in nodes.items():
+        check = next(c for c in node["checks"] if c["check"] == "workload")
+        assert check["ok"] and check["reused"], check
+        assert check["evidence"][0].startswith(f"not run again: it passed on this node with driver {node['driver']}")
+        assert check["evidence"][1:] == ran[name]["evidence"]
+    assert "Start the test pod" not in res.stdout
+    res, nodes = validate(**dict(unchanged, container_toolkit_changes=["containerd configured and restarted"]))
+    assert not any(next(c for c in n["checks"] if c["check"] == "workload").get("reused") for n in nodes.values())
