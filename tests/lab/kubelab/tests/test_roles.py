@@ -603,5 +603,5 @@ def test_a_passed_workload_is_carried_over_only_when_the_host_stages_changed_not
         assert check["evidence"][0].startswith(f"not run again: it passed on this node with driver {node['driver']}")
         assert check["evidence"][1:] == ran[name]["evidence"]
     assert "Start the test pod" not in res.stdout
-    res, nodes = validate(**dict(unchanged, container_toolkit_changes=["containerd configured and restarted"]))
+    res, nodes = validate(**{**unchanged, "container_toolkit_changes": ["containerd configured and restarted"]})
     assert not any(next(c for c in n["checks"] if c["check"] == "workload").get("reused") for n in nodes.values())
