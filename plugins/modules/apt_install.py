@@ -19,8 +19,12 @@ description:
     O(record_dir)/<owner>.json what the role needs and every package its installations added
     (dependencies included, so that M(gpuops.nvidia.apt_remove) takes back exactly that), and
     hold or release O(hold).
+  - With O(source), the repository it installs from (source file, signing key, pin) is set up first
+    in the same step, as M(gpuops.nvidia.apt_source) does.
   - Check mode simulates the installation with C(apt-get -s) against the lists as they are and
-    reports the packages that would change; diff mode shows them with their versions.
+    reports the packages that would change; diff mode shows them with their versions. Packages that
+    are all installed at their candidate versions (pins included) are not simulated - nothing would
+    change.
   - Recommends are never installed; held packages may be changed (the role that holds them is
     the one changing them), with a downgrade only when O(allow_downgrade) says so.
 author:
@@ -108,6 +112,34 @@ options:
     description: Environment for apt (C(http_proxy), C(https_proxy)); never logged, as a proxy URL may carry a password.
     type: dict
     default: {}
+  source:
+    description:
+      - The repository to install from, set up first in the same step exactly as
+        M(gpuops.nvidia.apt_source) sets it up with the same options (and O(hints) and O(environment)) -
+        its source file, its signing key and its pin, its lists refreshed when they changed. Its result
+        is RV(source).
+      - In check mode a source, key or pin that would change makes the installation pending, as
+        O(repository_pending) does.
+      - Removing a source is M(gpuops.nvidia.apt_source)'s (O(gpuops.nvidia.apt_source#module:state=absent)).
+    type: dict
+    suboptions:
+      name:
+        description: As in M(gpuops.nvidia.apt_source).
+        type: str
+        required: true
+      url:
+        description: As in M(gpuops.nvidia.apt_source); empty - no source, only the pin.
+        type: str
+        default: ""
+      key:
+        description: As in M(gpuops.nvidia.apt_source). Mutually exclusive with O(source.key_url).
+        type: str
+      key_url:
+        description: As in M(gpuops.nvidia.apt_source) (downloaded in 30 seconds at most, the certificate verified).
+        type: str
+      pin:
+        description: As in M(gpuops.nvidia.apt_source).
+        type: dict
 attributes:
   check_mode:
     support: full
@@ -131,9 +163,25 @@ EXAMPLES = r"""
     hold: [nvidia-open, nvidia-fabricmanager-580]
     environment:
       https_proxy: http://proxy.example:3128
+
+- name: Add NVIDIA's repository with its key and the branch's pin, then install from it - one step
+  gpuops.nvidia.apt_install:
+    names: [nvidia-open]
+    owner: driver
+    latest: true
+    source:
+      name: gpuops-nvidia-cuda
+      url: https://developer.download.nvidia.com/compute/cuda/repos/debian12/x86_64/
+      key_url: https://developer.download.nvidia.com/compute/cuda/repos/debian12/x86_64/3bf863cc.pub
+      pin: {name: gpuops-nvidia-driver, packages: [nvidia-*, libnvidia-*], version: "580.*"}
 """
 
 RETURN = r"""
+source:
+  description: What setting up O(source) did, as M(gpuops.nvidia.apt_source) returns it (C(changed), C(source_changed), C(files), ...).
+  returned: when O(source) is given
+  type: dict
+  sample: {changed: false, source_changed: false, files: [], refreshed: false}
 msg:
   description: Why the installation was not simulated (O(repository_pending) in check mode).
   returned: when O(repository_pending) applies
@@ -177,7 +225,8 @@ problems:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpuops.nvidia.plugins.module_utils.apt import install, ops
+from ansible_collections.gpuops.nvidia.plugins.module_utils.apt import install, ops, sources
+from ansible_collections.gpuops.nvidia.plugins.module_utils.host import files
 
 
 def main():
@@ -198,6 +247,7 @@ def main():
             strict=dict(type="list", elements="path", default=[]),
             hints=dict(type="dict", default={}),
             environment=dict(type="dict", default={}, no_log=True),
+            source=dict(type="dict", options=sources.SOURCE_OPTIONS, mutually_exclusive=[("key", "key_url")]),
         ),
         supports_check_mode=True,
     )
@@ -207,6 +257,8 @@ def main():
         result = install.apply(module, module.params)
     except ops.AptError as exc:
         module.fail_json(**exc.result())
+    except files.FileError as exc:
+        module.fail_json(msg="%s; nothing was changed" % exc)
     module.exit_json(**result)
 
 

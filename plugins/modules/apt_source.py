@@ -169,11 +169,7 @@ from ansible_collections.gpuops.nvidia.plugins.module_utils.host import files
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            name=dict(type="str", required=True),
-            url=dict(type="str", default=""),
-            key=dict(type="str", no_log=False),
-            key_url=dict(type="str", no_log=False),
-            pin=dict(type="dict"),
+            sources.SOURCE_OPTIONS,
             state=dict(type="str", choices=["present", "absent"], default="present"),
             refresh=dict(type="bool", default=True),
             hints=dict(type="dict", default={}),

@@ -58,6 +58,11 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+requested:
+  description: The runtime asked for (O(runtime)).
+  returned: always
+  type: str
+  sample: auto
 runtime:
   description: The runtime to configure (C(containerd), C(crio), C(docker)), null when there is none.
   returned: always
@@ -111,24 +116,10 @@ def main():
         supports_check_mode=True,
     )
     files.require_root(module)
-    found = detect.probe(module, module.params["runtime"], module.params["host_root"])
-    choice = found["choice"]
-    chosen = choice["runtime"]
-    installed = {runtime: dict(item, version=".".join(map(str, item["version"])) if item["version"] else None)
-                 for runtime, item in found["installed"].items()}
-    for message in choice["warnings"]:
+    found = detect.report(module, module.params["runtime"], module.params["host_root"])
+    for message in found.pop("warnings"):
         module.warn(message)
-    module.exit_json(
-        changed=False,
-        runtime=chosen,
-        reason=choice["reason"],
-        version=(installed.get(chosen) or {}).get("version"),
-        cdi_supported=detect.cdi_supported(chosen, (found["installed"].get(chosen) or {}).get("version")) if chosen
-        else None,
-        installed=installed,
-        kubelet_endpoint={"endpoint": found["endpoint"], "source": found["endpoint_source"]},
-        problems=choice["problems"],
-    )
+    module.exit_json(changed=False, **found)
 
 
 if __name__ == "__main__":

@@ -26,6 +26,9 @@ description:
     the branch, which is refused unless O(allow_branch_change=true).
   - Reports every problem at once, each with a code, a message that names the GPU model, what is
     required and what was asked, and a fix. Changes nothing.
+  - With O(container_runtime), also finds the container runtime the NVIDIA Container Toolkit will
+    configure, as M(gpuops.nvidia.container_runtime_info) does, so one look at the node checks the
+    toolkit's runtime too before any stage changes it (RV(container_runtime)).
 author:
   - gpuops.nvidia maintainers (@gpuops)
 requirements:
@@ -72,6 +75,15 @@ options:
     description: Free space needed on C(/usr) and C(/var), in MiB.
     type: int
     default: 2048
+  container_runtime:
+    description:
+      - Also find the container runtime the toolkit will configure - C(auto) (the kubelet's, else
+        the one that runs, else the one installed) or one by name - and return it as
+        RV(container_runtime). Its problems are not findings of the driver plan and never fail this
+        module; the M(gpuops.nvidia.container_toolkit) role's pre-flight judges them.
+      - Not probed when omitted.
+    type: str
+    choices: [auto, containerd, crio, docker]
   fail_on_problems:
     description: Fail when any finding is an error. The findings are returned either way.
     type: bool
@@ -160,6 +172,14 @@ driver:
   description: The NVIDIA driver as NVML sees it now (see M(gpuops.nvidia.gpu_info)).
   returned: always
   type: dict
+container_runtime:
+  description:
+    - The container runtime O(container_runtime) asked for, with the keys
+      M(gpuops.nvidia.container_runtime_info) returns (C(requested), C(runtime), C(reason),
+      C(version), C(cdi_supported), C(installed), C(kubelet_endpoint), C(problems)).
+  returned: when O(container_runtime) is given
+  type: dict
+  sample: {requested: auto, runtime: containerd, version: 1.6.20, cdi_supported: false, problems: []}
 """
 
 from ansible.module_utils.basic import AnsibleModule
@@ -172,6 +192,7 @@ from ansible_collections.gpuops.nvidia.plugins.module_utils.host import pci
 from ansible_collections.gpuops.nvidia.plugins.module_utils.gpu import preflight
 from ansible_collections.gpuops.nvidia.plugins.module_utils.host import readiness as host_facts
 from ansible_collections.gpuops.nvidia.plugins.module_utils.host import files
+from ansible_collections.gpuops.nvidia.plugins.module_utils.runtime import detect
 
 
 def main():
@@ -185,6 +206,7 @@ def main():
             mig_required=dict(type="bool", default=False),
             source=dict(type="str", default="cuda_repo", choices=list(preflight.SOURCES)),
             min_free_mib=dict(type="int", default=2048),
+            container_runtime=dict(type="str", choices=["auto"] + list(detect.RUNTIMES)),
             fail_on_problems=dict(type="bool", default=True),
             host_root=dict(type="path", default="/"),
         ),
@@ -222,6 +244,10 @@ def main():
         host=host,
         driver=node["driver"],
     )
+    if params["container_runtime"]:
+        result["container_runtime"] = detect.report(module, params["container_runtime"], root)
+        for message in result["container_runtime"].pop("warnings"):
+            module.warn(message)
     if report["errors"] and params["fail_on_problems"]:
         errors = ["%s (fix: %s)" % (f["message"], f["fix"]) for f in report["findings"] if f["severity"] == "error"]
         module.fail_json(msg="pre-flight found %d problem(s): %s" % (len(errors), " | ".join(errors)), **result)

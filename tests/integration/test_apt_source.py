@@ -3,7 +3,8 @@
 """apt_source through ansible on this (Debian) machine, with its real apt: the lab's signed flat
 repository (make apt-repo) served over HTTP; a refresh that fails (the repository not served yet)
 is tried again on the next run although the key and the source did not change, then nothing
-changes; state=absent removes the key, the source and the marker. The source is this test's own
+changes; state=absent removes the key, the source and the marker. apt_install's source sets up
+the same files in the installation's step, and a pin that would change makes check mode pending. The source is this test's own
 (gpuops-test-source) and is removed afterwards."""
 from __future__ import annotations
 
@@ -26,8 +27,8 @@ FILES = ("/etc/apt/keyrings/%s.asc" % NAME, "/etc/apt/sources.list.d/%s.sources"
          "/var/lib/gpuops/apt-sources/%s.refreshed" % NAME)
 
 
-def run(args, check_mode=False):
-    argv = [os.path.join(BIN, "ansible"), "localhost", "-m", "gpuops.nvidia.apt_source", "-a", json.dumps(args)]
+def run(args, check_mode=False, module="gpuops.nvidia.apt_source"):
+    argv = [os.path.join(BIN, "ansible"), "localhost", "-m", module, "-a", json.dumps(args)]
     argv += ["--check"] if check_mode else []
     proc = subprocess.run(argv, env=_env(), capture_output=True, text=True, timeout=300, check=False)
     return json.loads(proc.stdout)["plays"][0]["tasks"][0]["hosts"]["localhost"]
@@ -147,3 +148,39 @@ def test_a_key_urls_password_never_reaches_the_log_the_diff_or_the_files(served)
     for path in FILES[:2] + ("/var/lib/apt/lists",):
         found = subprocess.run(["grep", "-rl", secret, path], capture_output=True, text=True, check=False)
         assert found.stdout == "", found.stdout
+
+
+def test_apt_install_sets_up_its_source_first_and_a_changed_pin_makes_check_mode_pending(served, tmp_path):
+    root, base = served
+    shutil.copytree(os.path.join(APT_REPO, "cuda"), root / "cuda")
+    key = open(os.path.join(APT_REPO, "keys", "good.asc"), encoding="utf-8").read()
+    pin = {"name": "gpuops-test-pin", "packages": ["cuda-drivers"], "version": "570.*"}
+    records = tmp_path / "records"
+    args = {"names": ["dpkg"], "owner": "test", "record_dir": str(records), "cache_valid_time": 10 ** 9,
+            "source": {"name": NAME, "url": base + "/cuda/", "key": key, "pin": pin}}
+    pin_path = "/etc/apt/preferences.d/gpuops-test-pin.pref"
+    try:
+        planned = run(args, check_mode=True, module="gpuops.nvidia.apt_install")
+        assert planned["changed"] is True and planned["source"]["source_changed"] is True, planned
+        assert "apt cannot resolve its packages" in planned["msg"]
+        assert not any(os.path.exists(path) for path in FILES + (pin_path,)) and not records.exists()
+
+        done = run(args, module="gpuops.nvidia.apt_install")
+        assert done["changed"] is True and done["source"]["refreshed"] is True, done
+        assert all(os.path.exists(path) for path in FILES + (pin_path,))
+        # apt itself reads what was written: the source's packages, pinned to 570 at priority 1001
+        policy = subprocess.run(["apt-cache", "policy", "cuda-drivers"], capture_output=True, text=True,
+                                check=True).stdout
+        assert base + "/cuda" in policy and "Candidate: 570.172.08-1" in policy, policy
+        assert json.loads((records / "test.json").read_text())["requires"] == ["dpkg"]
+        assert run(args, module="gpuops.nvidia.apt_install")["changed"] is False
+
+        moved = dict(args, source=dict(args["source"], pin=dict(pin, version="580.*")))
+        pending = run(moved, check_mode=True, module="gpuops.nvidia.apt_install")
+        assert pending["changed"] is True and pin_path in pending["source"]["files"], pending
+        assert "apt cannot resolve its packages" in pending["msg"]
+        with open(pin_path, encoding="utf-8") as handle:
+            assert "570.*" in handle.read()
+    finally:
+        run({"name": NAME, "state": "absent", "pin": dict(pin, version="")})
+        assert not os.path.exists(pin_path)

@@ -16,7 +16,7 @@ import os
 
 __metaclass__ = type
 
-from ansible_collections.gpuops.nvidia.plugins.module_utils.apt import ops, packages
+from ansible_collections.gpuops.nvidia.plugins.module_utils.apt import ops, packages, sources
 from ansible_collections.gpuops.nvidia.plugins.module_utils.apt import parse as apt
 from ansible_collections.gpuops.nvidia.plugins.module_utils.host import records
 
@@ -71,7 +71,16 @@ def record_path(params: dict) -> str:
 
 
 def apply(module, params: dict, root: str = "/") -> dict:
-    """The transaction as params (apt_install's options) say; root is where dpkg's database is read."""
+    """The transaction as params (apt_install's options) say; root is where dpkg's database is read.
+    With params' source, the repository, its key and its pin first (as apt_source sets them: its
+    result is the result's source); in check mode a source that would change makes the installation
+    pending (apt cannot resolve packages from a source, key or pin not written yet)."""
+    source = None
+    if params.get("source"):
+        source = sources.apply(module, dict(params["source"], state="present", refresh=True, timeout=30,
+                                            hints=params["hints"], environment=params["environment"]))
+        if module.check_mode and source["changed"]:
+            params = dict(params, repository_pending=True)
     result = {"changed": False, "refreshed": False, "problems": [], "changed_packages": [], "added": [],
               "held": [], "retired": []}
     try:
@@ -79,11 +88,26 @@ def apply(module, params: dict, root: str = "/") -> dict:
     except records.RecordError as exc:
         raise ops.AptError("%s; nothing was changed" % exc)
     except ops.AptError as exc:
-        exc.changed = exc.changed or result["changed"]
+        exc.changed = exc.changed or result["changed"] or bool(source and source["changed"])
         raise
+    diffs = list((source or {}).get("diff") or [])
     if module._diff and diff(result["changed_packages"]):  # pylint: disable=protected-access
-        result["diff"] = diff(result["changed_packages"])
+        diffs.append(diff(result["changed_packages"]))
+    if diffs:
+        result["diff"] = diffs if len(diffs) > 1 else diffs[0]
+    if source is not None:
+        result["source"] = source
+        result["changed"] = result["changed"] or source["changed"]
     return result
+
+
+def _at_candidate(module, steps: dict, before: dict) -> bool:
+    """An installation of packages that are all installed already, nothing retired, at the versions
+    apt's candidates (pins included) are: apt would change nothing (the usual latest=true run on a
+    converged node)."""
+    plain = [name for name in steps["wanted"] if name == base_name(name)]
+    return (not steps["retired"] and not steps["missing"] and len(plain) == len(steps["wanted"])
+            and all(name in before for name in plain) and ops.at_candidate(module, plain))
 
 
 def _write_record(module, path: str, text: str | None, after: dict) -> None:
@@ -109,7 +133,8 @@ def _transaction(module, params: dict, result: dict, root: str) -> None:
         result.update(changed=True, msg=PENDING + (" (only the missing prerequisites are)" if steps["missing"] else ""),
                       record=record(previous, params["owner"], steps, result["added"]))
         return
-    planned = ops.simulate_install(module, steps["wanted"], steps["options"], environment) if steps["wanted"] else []
+    planned = ops.simulate_install(module, steps["wanted"], steps["options"], environment) \
+        if steps["wanted"] and not _at_candidate(module, steps, before) else []
     if planned and not check:
         try:
             ops.install(module, steps["wanted"], steps["options"], environment)

@@ -102,6 +102,17 @@ def simulate_install(module, names, options, environment=None) -> list:
     return apt.parse_install_simulation(out)
 
 
+def at_candidate(module, names) -> bool:
+    """True when every package of names is installed at the version apt would install now (its
+    candidate, pins included): an `apt-get install` of them would change nothing, so it need not be
+    simulated (`apt-cache policy` reads the cache without resolving the whole archive)."""
+    rc, out, _err = commands.run(module, ["apt-cache", "policy"] + list(names))
+    if rc != 0:
+        return False
+    found = apt.parse_policy(out)
+    return all(found.get(name, (None, None))[0] is not None and found[name][0] == found[name][1] for name in names)
+
+
 def install(module, names, options, environment=None) -> None:
     env = dict(NONINTERACTIVE, **{key: str(value) for key, value in (environment or {}).items()})
     rc, out, err = commands.run(module, ["apt-get", "-q", "-y", "-o", "Dpkg::Options::=--force-confdef",

@@ -201,6 +201,22 @@ def parse_install_simulation(output: str) -> list:
     return found
 
 
+def parse_policy(output: str) -> dict:
+    """{package: (installed, candidate)} of `apt-cache policy NAMES` output (C locale); a version
+    apt shows as (none) is None. A package apt does not know is left out."""
+    found, name = {}, None
+    for line in (output or "").splitlines():
+        match = re.match(r"^(\S+):$", line)
+        if match:
+            name = match.group(1).split(":")[0]
+            found[name] = [None, None]
+            continue
+        match = re.match(r"^\s+(Installed|Candidate):\s+(\S+)", line)
+        if match and name:
+            found[name][0 if match.group(1) == "Installed" else 1] = None if match.group(2) == "(none)" else match.group(2)
+    return {name: tuple(versions) for name, versions in found.items()}
+
+
 def install_record(previous: dict | None, owner: str, names: list, added: list, retired=()) -> dict:
     """The record of what a role's installations need and added (what its removal takes back):
     the earlier record's lists grown by this installation's, less the packages it retired."""

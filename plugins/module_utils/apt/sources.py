@@ -48,6 +48,17 @@ OWN_SOURCE = "X-Repolib-Name"
 OWN_PIN = "Managed by gpuops.nvidia"
 
 
+# The options that say what a source is: apt_source's, and apt_install's source (which adds the
+# repository before it installs from it)
+SOURCE_OPTIONS = dict(
+    name=dict(type="str", required=True),
+    url=dict(type="str", default=""),
+    key=dict(type="str", no_log=False),
+    key_url=dict(type="str", no_log=False),
+    pin=dict(type="dict"),
+)
+
+
 def read_bytes(path: str) -> bytes | None:
     """The file's bytes, or None when it does not exist."""
     try:

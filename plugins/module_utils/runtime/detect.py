@@ -182,3 +182,26 @@ def probe(module, requested: str = "auto", root: str = "/") -> dict:
     versions = {runtime: found["version"] for runtime, found in installed.items()}
     return {"installed": installed, "active": active, "endpoint": endpoint, "endpoint_source": source,
             "choice": choose(requested, versions, active, endpoint, source)}
+
+
+def report(module, requested: str = "auto", root: str = "/") -> dict:
+    """The runtime to configure for a request, as container_runtime_info and the pre-flight return
+    it: runtime, reason, version and cdi_supported of the chosen one, every runtime installed (versions
+    as text), the kubelet's endpoint, problems, warnings, and the request itself."""
+    found = probe(module, requested, root)
+    choice = found["choice"]
+    chosen = choice["runtime"]
+    installed = {runtime: dict(item, version=".".join(map(str, item["version"])) if item["version"] else None)
+                 for runtime, item in found["installed"].items()}
+    return {
+        "requested": requested,
+        "runtime": chosen,
+        "reason": choice["reason"],
+        "version": (installed.get(chosen) or {}).get("version"),
+        "cdi_supported": cdi_supported(chosen, (found["installed"].get(chosen) or {}).get("version")) if chosen
+        else None,
+        "installed": installed,
+        "kubelet_endpoint": {"endpoint": found["endpoint"], "source": found["endpoint_source"]},
+        "problems": choice["problems"],
+        "warnings": choice["warnings"],
+    }

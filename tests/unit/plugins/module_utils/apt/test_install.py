@@ -166,3 +166,30 @@ def test_a_failed_hold_after_the_record_is_a_change(node):
     with pytest.raises(ops.AptError) as failure:
         install.apply(module, params(names=["dpkg"], record_dir=str(records), hold=["dpkg"]), root)
     assert failure.value.changed is True and (records / "driver.json").exists()
+
+
+POLICY = """dpkg:
+  Installed: 1.21
+  Candidate: %s
+  Version table:
+ *** 1.21 1001
+        100 /var/lib/dpkg/status
+"""
+
+
+def test_latest_on_packages_at_their_candidate_asks_apt_cache_only(node):
+    make, root, records = node
+    module = make(check_mode=True)
+    module.answers[("apt-cache", "policy")] = (0, POLICY % "1.21", "")
+    result = install.apply(module, params(names=["dpkg"], record_dir=str(records), latest=True), root)
+    assert module.ran("apt-cache") == [["apt-cache", "policy", "dpkg"]] and not module.ran("apt-get")
+    assert result["changed_packages"] == []
+
+
+def test_latest_with_a_newer_candidate_is_simulated(node):
+    make, root, records = node
+    module = make(check_mode=True)
+    module.answers[("apt-cache", "policy")] = (0, POLICY % "1.22", "")
+    install.apply(module, params(names=["dpkg"], record_dir=str(records), latest=True), root)
+    assert module.ran("apt-get", "-s") == [["apt-get", "-s", "-q", "-y", "--no-install-recommends",
+                                            "--allow-change-held-packages", "install", "dpkg"]]

@@ -131,6 +131,27 @@ Conf nvidia-open (580.95.05-1 gpuops-cuda [amd64])
     assert apt.parse_install_simulation("0 upgraded, 0 newly installed") == []
 
 
+def test_parse_policy_installed_and_candidate_as_apt_cache_prints_them():
+    # apt-cache policy of the lab's H100 node, its driver pinned to 570.172.08 (priority 1001)
+    out = """nvidia-open:
+  Installed: 570.172.08-1
+  Candidate: 570.172.08-1
+  Version table:
+     580.95.05-1 500
+        500 http://127.0.0.1:8765/cuda  Packages
+ *** 570.172.08-1 1001
+        100 /var/lib/dpkg/status
+nvidia-persistenced:
+  Installed: (none)
+  Candidate: 580.95.05-1
+  Version table:
+     580.95.05-1 500
+"""
+    assert apt.parse_policy(out) == {"nvidia-open": ("570.172.08-1", "570.172.08-1"),
+                                     "nvidia-persistenced": (None, "580.95.05-1")}
+    assert apt.parse_policy("") == {}
+
+
 def test_install_record_grows_and_keeps_what_earlier_runs_added():
     first = apt.install_record(None, "driver", ["nvidia-open"], ["nvidia-open", "dkms"])
     assert first == {"owner": "driver", "requires": ["nvidia-open"], "added": ["dkms", "nvidia-open"]}
