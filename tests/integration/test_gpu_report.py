@@ -63,7 +63,9 @@ def test_a_lost_gpu_keeps_its_serial_and_the_report_says_reboot_then_rma(lab, tm
     was last seen, the change is reported, and the verdict asks for a reboot (an RMA if it stays
     lost), next to the GPU that needs an RMA now."""
     record = tmp_path / "gpu-inventory.json"
-    extra = {"gpu_report_inventory_path": str(record)}
+    # the simulated node's XID 79 is an NVML event (it has no kernel log of its own): the report
+    # listens for it, as on a node whose kernel log cannot be read
+    extra = {"gpu_report_inventory_path": str(record), "gpu_report_xid_wait_ms": 200}
     lab.playbook("hgx-h100", PLAYBOOK, extra_vars=extra)
     healthy = json.loads(record.read_text())
     _proc, out = lab.playbook("hgx-h100-faults", PLAYBOOK, extra_vars=extra, check=True, check_mode=True)
