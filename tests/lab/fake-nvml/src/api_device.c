@@ -275,6 +275,36 @@ nvmlReturn_t nvmlDeviceGetArchitecture(nvmlDevice_t device, nvmlDeviceArchitectu
     API_RETURN(NVML_SUCCESS);
 }
 
+nvmlReturn_t nvmlDeviceGetBrand(nvmlDevice_t device, nvmlBrandType_t *type)
+{
+    DEV_BEGIN(DEV_ALLOW_MIG);
+    NEED(type);
+    *type = (nvmlBrandType_t)g->brand;
+    API_RETURN(NVML_SUCCESS);
+}
+
+/* Turing and newer; the struct's version must be nvmlDeviceAddressingMode_v1 */
+nvmlReturn_t nvmlDeviceGetAddressingMode(nvmlDevice_t device, nvmlDeviceAddressingMode_t *mode)
+{
+    DEV_BEGIN(DEV_ALLOW_MIG); /* a MIG device shares its GPU's mode */
+    NEED(mode);
+    if (mode->version != nvmlDeviceAddressingMode_v1)
+        API_RETURN(NVML_ERROR_ARGUMENT_VERSION_MISMATCH);
+    if (g->arch < NVML_DEVICE_ARCH_TURING)
+        API_RETURN(NVML_ERROR_NOT_SUPPORTED);
+    mode->value = (unsigned)g->addressing;
+    API_RETURN(NVML_SUCCESS);
+}
+
+/* the lab's GPUs are bare metal, never vGPU or passthrough guests */
+nvmlReturn_t nvmlDeviceGetVirtualizationMode(nvmlDevice_t device, nvmlGpuVirtualizationMode_t *pVirtualMode)
+{
+    DEV_BEGIN(DEV_ALLOW_MIG);
+    NEED(pVirtualMode);
+    *pVirtualMode = NVML_GPU_VIRTUALIZATION_MODE_NONE;
+    API_RETURN(NVML_SUCCESS);
+}
+
 /* ---- memory ---- */
 
 static nvmlReturn_t mem_figures(nvmlDevice_t device, fake_gpu_t *g, unsigned long long *total,

@@ -70,6 +70,8 @@ typedef struct fake_gpu {
     unsigned long long mem_total, mem_reserved, mem_used; /* bytes */
     int cc_major, cc_minor;
     unsigned arch;
+    int brand;          /* nvmlBrandType_t (profile key brand, default nvidia) */
+    int addressing;     /* nvmlDeviceAddressingModeType_t (profile key addressing_mode, default none) */
     int persistence;
     unsigned power_usage, power_limit, power_mgmt_limit; /* mW */
     unsigned temperature;

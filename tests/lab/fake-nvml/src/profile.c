@@ -580,7 +580,7 @@ static const char *const gpu_keys[] = {
     "pcie_width_max", "utilization_gpu", "utilization_memory", "utilization_encoder",
     "utilization_decoder", "energy_consumption_mj", "pcie_replay_counter", "ecc_mode", "ecc_mode_pending",
     "ecc_volatile_corrected", "ecc_volatile_uncorrected", "ecc_aggregate_corrected",
-    "ecc_aggregate_uncorrected", "remapped_rows", "remapped_rows_correctable",
+    "ecc_aggregate_uncorrected", "remapped_rows", "remapped_rows_correctable", "brand", "addressing_mode",
     "remapped_rows_uncorrectable", "remapped_rows_pending", "remapped_rows_failure",
     "clocks_event_reasons", "nvlink_count", "nvlink_remote", "nvlink_peer", "nvlink_down",
     "numa_node", "pcie_switch", "supported_events", "xid_events", "lost", "mig_table",
@@ -613,6 +613,19 @@ static void check_keys(parser_t *p)
 }
 
 /* ---- loading ---- */
+
+/* nvmlDeviceGetBrand: data-centre GPUs report NVIDIA (14) on current drivers, RTX workstation
+   boards NVIDIA RTX (13) */
+static const word_t brand_words[] = {
+    {"unknown", NVML_BRAND_UNKNOWN}, {"quadro", NVML_BRAND_QUADRO}, {"tesla", NVML_BRAND_TESLA},
+    {"geforce", NVML_BRAND_GEFORCE}, {"titan", NVML_BRAND_TITAN}, {"quadro_rtx", NVML_BRAND_QUADRO_RTX},
+    {"nvidia_rtx", NVML_BRAND_NVIDIA_RTX}, {"nvidia", NVML_BRAND_NVIDIA}, {NULL, 0},
+};
+
+static const word_t addressing_words[] = {
+    {"none", NVML_DEVICE_ADDRESSING_MODE_NONE}, {"hmm", NVML_DEVICE_ADDRESSING_MODE_HMM},
+    {"ats", NVML_DEVICE_ADDRESSING_MODE_ATS}, {NULL, 0},
+};
 
 static const word_t arch_words[] = {
     {"kepler", NVML_DEVICE_ARCH_KEPLER}, {"maxwell", NVML_DEVICE_ARCH_MAXWELL},
@@ -708,6 +721,8 @@ static int load_gpu(parser_t *p, fake_node_t *n, const char *seed, int i)
     if (r == 0)
         perr(p, NULL, 0, "gpu %d: 'architecture' is required", i);
     g->arch = (unsigned)v;
+    get_word(&c, "brand", brand_words, &g->brand, NVML_BRAND_NVIDIA);
+    get_word(&c, "addressing_mode", addressing_words, &g->addressing, NVML_DEVICE_ADDRESSING_MODE_NONE);
 
     get_word(&c, "persistence_mode", bool_words, &g->persistence, 1);
     get_u(&c, "power_usage_mw", &g->power_usage, 0);

@@ -155,3 +155,23 @@ def test_temperature_thresholds_as_the_profile_gives_them(h100):
         n.nvmlDeviceGetTemperatureThreshold(h, n.NVML_TEMPERATURE_THRESHOLD_ACOUSTIC_MIN)
     with nvml_raises(n.NVML_ERROR_INVALID_ARGUMENT):
         n.nvmlDeviceGetTemperatureThreshold(h, n.NVML_TEMPERATURE_THRESHOLD_COUNT)
+
+
+def test_brand_addressing_and_virtualization_as_the_dra_driver_reads_them(h100):
+    """NVIDIA's DRA kubelet plugin publishes the brand and asks for the addressing and
+    virtualization modes: a data-centre GPU reports the NVIDIA brand, no HMM/ATS unless the profile
+    says so, and bare metal."""
+    import ctypes  # pylint: disable=import-outside-toplevel
+
+    n = h100
+    h = n.nvmlDeviceGetHandleByIndex(0)
+    assert n.nvmlDeviceGetBrand(h) == n.NVML_BRAND_NVIDIA
+    assert n.nvmlDeviceGetVirtualizationMode(h) == n.NVML_GPU_VIRTUALIZATION_MODE_NONE
+
+    class Mode(ctypes.Structure):
+        _fields_ = [("version", ctypes.c_uint), ("value", ctypes.c_uint)]
+
+    fn = n._nvmlGetFunctionPointer("nvmlDeviceGetAddressingMode")  # pylint: disable=protected-access
+    mode = Mode(version=ctypes.sizeof(Mode) | (1 << 24), value=99)
+    assert fn(h, ctypes.byref(mode)) == n.NVML_SUCCESS and mode.value == 0
+    assert fn(h, ctypes.byref(Mode(version=0))) == n.NVML_ERROR_ARGUMENT_VERSION_MISMATCH
