@@ -184,3 +184,24 @@ def test_apt_install_sets_up_its_source_first_and_a_changed_pin_makes_check_mode
     finally:
         run({"name": NAME, "state": "absent", "pin": dict(pin, version="")})
         assert not os.path.exists(pin_path)
+
+
+def test_apt_install_hides_its_sources_key_url_password_too(served, tmp_path):
+    """The same key URL with credentials given to apt_install's source: at -vvv with --diff, the
+    password is in neither the log nor the invocation echoed back, nor in the files written."""
+    root, base = served
+    shutil.copytree(os.path.join(APT_REPO, "cuda"), root / "cuda")
+    shutil.copy(os.path.join(APT_REPO, "keys", "good.asc"), root / "key.asc")
+    secret = "pa55-1nstall-h0rse"
+    args = {"names": ["dpkg"], "owner": "test", "record_dir": str(tmp_path / "records"), "cache_valid_time": 10 ** 9,
+            "source": {"name": NAME, "url": base + "/cuda/",
+                       "key_url": base.replace("http://", "http://ops:%s@" % secret) + "/key.asc"}}
+    argv = [os.path.join(BIN, "ansible"), "localhost", "-m", "gpuops.nvidia.apt_install", "-a", json.dumps(args),
+            "--diff", "-vvv"]
+    proc = subprocess.run(argv, env=_env(ANSIBLE_STDOUT_CALLBACK="default"), capture_output=True, text=True,
+                          timeout=300, check=False)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert secret not in proc.stdout + proc.stderr, "the password is in the output"
+    for path in FILES[:2] + ("/var/lib/apt/lists", str(tmp_path / "records")):
+        found = subprocess.run(["grep", "-rl", secret, path], capture_output=True, text=True, check=False)
+        assert found.stdout == "", found.stdout
