@@ -28,6 +28,30 @@ def _live(info: dict) -> list:
     return [g for g in info.get("gpus") or [] if not g.get("lost")]
 
 
+def _bus_id(text) -> str:
+    """A PCI address as sysfs writes it (NVML's has an 8-digit domain): 0000:1b:00.0."""
+    text = str(text or "").lower()
+    return text[-12:] if len(text) > 12 else text
+
+
+def _bus_mismatch(pci_gpus: list, gpus: list) -> str:
+    """The PCI bus and NVML disagree: the counts, and which GPUs only one of them has."""
+    on_bus = {_bus_id(g.get("bus_id")) for g in pci_gpus}
+    listed = {_bus_id((g.get("pci") or {}).get("bus_id")): g.get("index") for g in gpus}
+    only_nvml = [f"GPU {listed[b]} ({b})" for b in sorted(listed) if b and b not in on_bus]
+    only_bus = sorted(b for b in on_bus if b not in listed)
+    message = f"{len(pci_gpus)} NVIDIA GPUs on the PCI bus but NVML lists {len(gpus)}"
+    details = []
+    if only_nvml and pci_gpus:
+        details.append("not on the PCI bus: " + ", ".join(only_nvml))
+    if only_bus:
+        details.append("on the PCI bus only: " + ", ".join(only_bus))
+    if not pci_gpus:
+        details.append("a GPU that fell off the bus, or a host that cannot see its PCI bus "
+                       "(/sys/bus/pci hidden from it, as in some containers)")
+    return message + (" (" + "; ".join(details) + ")" if details else "")
+
+
 def host_problems(info: dict) -> list:
     """The node's own state: PCI devices, the driver, GPU health."""
     problems = []
@@ -43,8 +67,8 @@ def host_problems(info: dict) -> list:
         drivers = sorted({g.get("driver") or "none" for g in pci_gpus})
         problems.append(f"{len(pci_gpus)} NVIDIA GPUs on the PCI bus but NVML lists none "
                         f"(kernel driver bound: {', '.join(drivers)})")
-    if pci_gpus and gpus and len(pci_gpus) != len(gpus):
-        problems.append(f"{len(pci_gpus)} NVIDIA GPUs on the PCI bus but NVML lists {len(gpus)}")
+    if gpus and "pci" in info and len(pci_gpus) != len(gpus):
+        problems.append(_bus_mismatch(pci_gpus, gpus))
     for finding in info.get("health") or []:
         if finding.get("severity") == "error":
             problems.append(f"{finding.get('subject', 'node')}: {finding.get('code')}: {finding.get('message')}")

@@ -32,8 +32,11 @@ What it writes (under --root, default /), following the selected profile
   with --sysfs               also sys/bus/pci: devices/DOMAIN:BUS:DEV.0/ of every GPU (vendor, device,
                              class, subsystem ids, numa_node, resource; a driver link to
                              drivers/nvidia while the module is loaded), what NVIDIA's go-nvlib
-                             (nvpci) reads; with-gpus --node mounts it over /sys/bus/pci. Only for a
-                             tree outside a lab node: a node's /sys is the kernel's.
+                             (nvpci) reads, and config (the configuration header lspci reads); with-gpus
+                             --node mounts it over /sys/bus/pci. Implied where ROOT/sys/bus/pci is a
+                             tmpfs of its own: the lab's nodes get one (tests/lab/lab), so lspci, NFD
+                             and the DRA driver see the GPUs there; elsewhere a node's /sys is the
+                             kernel's.
 
 --payload is where the lab's fake libraries are: libnvidia-ml.so.1,
 sandboxutils/libnvidia-sandboxutils.so.1, stubs/libcuda.so.1, nvidia-smi (default /usr/lib/gpuops-fake-nvml, where the package puts them;
@@ -202,6 +205,23 @@ class Writer:
             os.replace(full + ".tmp", full)
         self.entries[rel] = {"kind": "text", "content": content}
 
+    def data(self, rel, content):
+        """A binary file (a PCI device's config space); recorded by its hex content."""
+        self._parent(rel)
+        full = self.path(rel)
+        try:
+            with open(full, "rb") as handle:
+                same = handle.read() == content
+        except (FileNotFoundError, IsADirectoryError):
+            same = False
+        if not same:
+            if os.path.islink(full):
+                os.unlink(full)
+            with open(full + ".tmp", "wb") as handle:
+                handle.write(content)
+            os.replace(full + ".tmp", full)
+        self.entries[rel] = {"kind": "data", "hex": content.hex()}
+
     def lines(self, rel, lines, rewrite=False):
         """Make sure the text file has these lines (appended when missing); rewrite: write the
         file anew even when nothing is missing (as depmod does after a driver install)."""
@@ -238,6 +258,12 @@ class Writer:
             if stat.S_ISCHR(st.st_mode):
                 return os.major(st.st_rdev) == record["major"] and os.minor(st.st_rdev) == record["minor"]
             return stat.S_ISREG(st.st_mode) and st.st_size == 0
+        if kind == "data":
+            try:
+                with open(full, "rb") as handle:
+                    return stat.S_ISREG(st.st_mode) and handle.read().hex() == record["hex"]
+            except OSError:
+                return False
         if kind == "text":
             try:
                 with open(full, encoding="ascii") as handle:
@@ -312,6 +338,48 @@ PCI_VENDOR_NVIDIA = 0x10DE
 PCI_CLASS_3D = 0x030200  # "3D controller", as NVIDIA's data-centre GPUs report it
 
 
+def pci_config(vendor, device, sub_vendor, sub_device, bars):
+    """The first 256 bytes of a type 0 PCI configuration header (PCI Local Bus Specification 3.0,
+    6.1), little-endian, what lspci reads from sysfs: ids, command (memory space, bus master),
+    class 3D controller, 64-bit prefetchable BAR1 and BAR3, interrupt pin A."""
+    config = bytearray(256)
+
+    def put(offset, value, size):
+        config[offset:offset + size] = value.to_bytes(size, "little")
+
+    put(0x00, vendor, 2)
+    put(0x02, device, 2)
+    put(0x04, 0x0006, 2)
+    put(0x08, 0xA1, 1)  # revision
+    put(0x09, PCI_CLASS_3D, 3)
+    bar0, bar1, bar3 = bars
+    put(0x10, bar0 & 0xFFFFFFF0, 4)
+    put(0x14, (bar1 & 0xFFFFFFF0) | 0xC, 4)  # 64-bit, prefetchable
+    put(0x18, bar1 >> 32, 4)
+    put(0x1C, (bar3 & 0xFFFFFFF0) | 0xC, 4)
+    put(0x20, bar3 >> 32, 4)
+    put(0x2C, sub_vendor, 2)
+    put(0x2E, sub_device, 2)
+    put(0x3D, 1, 1)
+    return bytes(config)
+
+
+def pci_view_mounted(root):
+    """True when ROOT/sys/bus/pci is a tmpfs of its own: a lab node given a PCI view of its GPUs
+    (tests/lab/lab mounts one), where the kernel's sysfs would show none."""
+    want = os.path.join(root, "sys/bus/pci")
+    try:
+        with open("/proc/self/mountinfo", encoding="utf-8") as handle:
+            for line in handle:
+                fields = line.split()
+                sep = fields.index("-")
+                if fields[4] == want and fields[sep + 1] == "tmpfs":
+                    return True
+    except (OSError, ValueError, IndexError):
+        return False
+    return False
+
+
 def pci_sysfs(writer, pci, loaded):
     """sys/bus/pci for the profile's GPUs: the files NVIDIA's go-nvlib reads for each device."""
     for dev in pci:
@@ -332,6 +400,9 @@ def pci_sysfs(writer, pci, loaded):
                    (bar3, bar3 + 0x1FFFFFF, 0x14220C)]
         regions += [(0, 0, 0)] * (13 - len(regions))
         writer.text(base + "/resource", "".join("0x%016x 0x%016x 0x%016x\n" % r for r in regions))
+        writer.data(base + "/config", pci_config(PCI_VENDOR_NVIDIA, dev["device_id"] >> 16, dev["subsystem_id"] & 0xFFFF,
+                                                 dev["subsystem_id"] >> 16, (bar0, bar1, bar3)))
+        writer.text(base + "/irq", "0\n")
         if loaded:
             writer.link(base + "/driver", "../../../../bus/pci/drivers/nvidia")
     if pci and loaded:
@@ -396,7 +467,7 @@ def main(argv):
                       for name in DKMS_MODULES], rewrite=version != writer.previous_driver)
         if state != "not_loaded":
             device_nodes(writer, gpus)
-        if args.sysfs:
+        if args.sysfs or pci_view_mounted(root):
             pci_sysfs(writer, describe.pci, state != "not_loaded")
     writer.take_back()
     writer.save(node[1] if node else None)

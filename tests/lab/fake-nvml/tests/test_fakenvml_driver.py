@@ -157,6 +157,40 @@ def test_driver_files_of_an_hgx_h100(tmp_path):
     assert (root / f"lib/modules/{kernel}/modules.dep").stat().st_mtime_ns == written
 
 
+def test_a_pci_view_of_its_own_gets_the_gpus_and_lspci_reads_them(tmp_path):
+    """A root whose sys/bus/pci is a tmpfs of its own (a lab node's) gets the GPUs' PCI devices
+    without --sysfs; lspci reads their configuration headers; another profile takes them back."""
+    needs_root()
+    if not shutil.which("lspci"):
+        pytest.fail("lspci is missing (apt-get install pciutils)", pytrace=False)
+    root = tmp_path / "root"
+    (root / "sys/bus/pci").mkdir(parents=True)
+    script = f"""set -e
+mount -t tmpfs gpuops-test-pci {root}/sys/bus/pci
+"$@" --profile {profile_path('hgx-h100')}
+lspci -n -O sysfs.path={root}/sys/bus/pci
+echo ---
+lspci -v -O sysfs.path={root}/sys/bus/pci -s 1b:00.0
+echo ---
+"$@" --profile {profile_path('t4-x1')}
+lspci -n -O sysfs.path={root}/sys/bus/pci
+"""
+    argv = [sys.executable, str(HELPER), "--root", str(root), "--payload", str(BUILD_DIR), "--quiet"]
+    res = subprocess.run(["unshare", "-m", "--propagation", "private", "bash", "-c", script, "_", *argv],
+                         capture_output=True, text=True, check=False)
+    assert res.returncode == 0, res.stdout + res.stderr
+    h100, verbose, t4 = res.stdout.split("---\n")
+    assert h100.splitlines() == [f"{bus.lower()}:00.0 0302: 10de:2330 (rev a1)" for bus in H100_BUS]
+    assert "Kernel driver in use: nvidia" in verbose and "(64-bit, prefetchable) [size=64G]" in verbose
+    assert re.search(r"Subsystem: .*16c1", verbose)
+    # the T4's one device; the H100s' directories are gone
+    assert len(t4.splitlines()) == 1 and " 10de:1eb8 " in t4
+    # without a tmpfs of its own (the kernel's sysfs) nothing is written there
+    plain = tmp_path / "plain"
+    fake_driver(plain, "t4-x1")
+    assert not (plain / "sys").exists()
+
+
 def test_another_profile_takes_back_what_no_longer_applies(tmp_path):
     needs_root()
     root = tmp_path / "root"

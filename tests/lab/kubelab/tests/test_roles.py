@@ -306,6 +306,65 @@ def test_a_node_without_the_nvidia_runtime_fails_the_workload(lab_only):
     assert nodes[node]["ok"], nodes[node]
 
 
+def test_a_gpu_gone_from_the_pci_bus_fails_the_host_check(lab_only, gpu_nodes):
+    """The lab node's PCI view shows its GPUs (the seeds' first checklist step, `lspci | grep -i
+    nvidia`, and Node Feature Discovery's PCI label read it); one GPU gone from the bus while NVML
+    still lists it fails the go-live host check, naming the GPU."""
+    kube = lab_only
+    node = "gpuops-lab-l40s"
+    lines = kube.node_exec(node, "lspci | grep -i nvidia").stdout.splitlines()
+    assert len(lines) == gpu_nodes[node]["gpus"] == 4, lines
+    # (Debian 12's pci.ids predates the L40S: lspci names the vendor and prints the device ID)
+    assert all("3D controller: NVIDIA Corporation" in line for line in lines), lines
+    assert len(kube.node_exec(node, "lspci -n -d 10de:26b9").stdout.splitlines()) == 4
+    labels = kube.get("node", node)["metadata"]["labels"]
+    assert labels.get("feature.node.kubernetes.io/pci-0302_10de.present") == "true", labels
+    gone = "0000:e1:00.0"  # GPU 3 (the profile's pci_bus_id)
+    res = kube.node_exec(node, f"mkdir -p /sys/bus/pci/gone && mv /sys/bus/pci/devices/{gone} /sys/bus/pci/gone/")
+    assert res.returncode == 0, res.stderr
+    try:
+        res, nodes = validate("--limit", node, validate_workload=False)
+        assert res.returncode != 0
+        mine = nodes[node]
+        assert mine["first_failure"] == "host", mine
+        assert ("3 NVIDIA GPUs on the PCI bus but NVML lists 4 (not on the PCI bus: GPU 3 (0000:e1:00.0))"
+                in mine["summary"]), mine["summary"]
+    finally:
+        kube.node_exec(node, f"mv /sys/bus/pci/gone/{gone} /sys/bus/pci/devices/ && rmdir /sys/bus/pci/gone")
+    assert len(kube.node_exec(node, "lspci -d 10de:").stdout.splitlines()) == 4
+
+
+CUDA_BASE = os.environ.get("GPUOPS_TEST_CUDA_IMAGE", "nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04")
+
+
+def test_the_seeds_test_pod_sees_one_gpu_on_every_node(kube, namespace, gpu_nodes):
+    """The seeds' checklist pod as written - `kubectl run gpu-test --image=nvidia/cuda:12.4.1-base-
+    ubuntu22.04 --limits=nvidia.com/gpu=1 -- nvidia-smi`, no RuntimeClass (kubectl 1.37 has no
+    --limits: the same pod through --overrides; NVIDIA's registry name of the image) - runs on each
+    GPU node and nvidia-smi there lists exactly one GPU, of the node's model: the device plugin's
+    GPU reaches a plain pod because container_toolkit_set_as_default (auto) made NVIDIA's runtime
+    the default on nodes the device plugin serves."""
+    for node, facts in gpu_nodes.items():
+        name = "gpu-test-" + node.rsplit("-", 1)[-1]
+        pod = {"apiVersion": "v1", "spec": {
+            "nodeSelector": {"kubernetes.io/hostname": node},
+            "tolerations": [{"operator": "Exists", "effect": "NoSchedule"}],
+            "containers": [{"name": name, "image": CUDA_BASE, "args": ["nvidia-smi", "-L"],
+                            "resources": {"limits": {"nvidia.com/gpu": "1"}}}]}}
+        kube.run("-n", namespace, "run", name, "--restart=Never", f"--image={CUDA_BASE}",
+                 "--overrides", json.dumps(pod))
+    for node, facts in gpu_nodes.items():
+        name = "gpu-test-" + node.rsplit("-", 1)[-1]
+        done = kube.wait_pod_done(namespace, name)
+        assert "runtimeClassName" not in done["spec"]
+        logs = kube.run("-n", namespace, "logs", name).stdout
+        assert done["status"]["phase"] == "Succeeded", (node, done["status"], logs)
+        gpus = re.findall(r"^GPU (\d+): (.+?) \(UUID: (GPU-[^)]+)\)$", logs, re.M)
+        assert len(gpus) == 1, (node, logs)
+        assert gpus[0][1].replace(" ", "-") == facts["product"] or facts["product"] is None, (node, logs)
+        assert facts["uuids"] is None or gpus[0][2] in facts["uuids"], (node, logs)
+
+
 def test_a_sick_node_is_labelled_and_tainted_until_it_is_healthy_again(lab_only):
     """gpu_info's error findings (here: the fake NVML's fault profile on the H100 node: XIDs,
     uncorrectable ECC, a row-remap failure, NVLinks down, a lost GPU; a degraded PCIe link)

@@ -85,9 +85,19 @@ HOSTS = [
     ("no-driver-facts", dict(node_info([], pci=8), driver=None),
      ["the driver is not usable: unknown (NVML did not open)"]),
     ("pci-more-than-nvml", node_info([make_gpu(n) for n in range(7)], pci=8),
-     ["8 NVIDIA GPUs on the PCI bus but NVML lists 7"]),
+     ["8 NVIDIA GPUs on the PCI bus but NVML lists 7 (on the PCI bus only: 0000:88:00.0)"]),
     ("nvml-more-than-pci", node_info([make_gpu(n) for n in range(8)], pci=4),
-     ["4 NVIDIA GPUs on the PCI bus but NVML lists 8"]),
+     ["4 NVIDIA GPUs on the PCI bus but NVML lists 8 (not on the PCI bus: GPU 4 (0000:58:00.0), "
+      "GPU 5 (0000:68:00.0), GPU 6 (0000:78:00.0), GPU 7 (0000:88:00.0))"]),
+    # a GPU gone from the PCI bus that NVML still lists (lost): the bus and NVML disagree
+    ("fell-off-the-bus", node_info([make_gpu(n) for n in range(7)] + [make_gpu(7, lost=True)], pci=7),
+     ["7 NVIDIA GPUs on the PCI bus but NVML lists 8 (not on the PCI bus: GPU 7 (0000:88:00.0))"]),
+    # NVML's bus IDs (8-digit domain, upper case) are the PCI bus's (4 digits, lower case)
+    ("nvml-bus-ids", node_info([dict(make_gpu(n), pci={"bus_id": bus(n).upper()}) for n in range(8)]), []),
+    # GPUs in NVML and none on the bus: disagree too (a bus hidden from the host, or all gone)
+    ("none-on-the-bus", node_info(pci=0),
+     ["0 NVIDIA GPUs on the PCI bus but NVML lists 8 (a GPU that fell off the bus, or a host that cannot "
+      "see its PCI bus (/sys/bus/pci hidden from it, as in some containers))"]),
     # an older gpu_info without the PCI bus: nothing to compare
     ("no-pci-facts", {k: v for k, v in HGX.items() if k != "pci"}, []),
     ("errors-listed-warnings-and-info-not",
