@@ -67,9 +67,10 @@ images: apt
 
 # Real components built from their Go modules (cached outside the checkout, by version): NVIDIA's
 # container toolkit for the lab's packages, CRI-O for the runtime configuration checks, and the
-# lab cluster's Kubernetes, etcd, kwok, NVIDIA device plugin / GFD and Node Feature Discovery;
+# lab cluster's Kubernetes, etcd, kwok, NVIDIA device plugin / GFD, Node Feature Discovery and
+# NVIDIA's DRA driver;
 # and the lab's own stand-ins (DCGM exporter, CUDA sample vectorAdd).
-GO_BINARY_SETS := toolkit-1.17.8 toolkit-1.18.0 crio kubernetes etcd kwok device-plugin nfd dcgm-exporter cuda-vectoradd mig-parted
+GO_BINARY_SETS := toolkit-1.17.8 toolkit-1.18.0 crio kubernetes etcd kwok device-plugin nfd dcgm-exporter cuda-vectoradd mig-parted dra-driver
 go-binaries:
 	tests/lab/go-binaries $(GO_BINARY_SETS)
 

@@ -108,7 +108,8 @@ class Cluster:
         if with_nodes:
             self.check_nodes()
         log(f"building or reusing Kubernetes {VERSION}, etcd, kwok and NVIDIA's components (tests/lab/go-binaries)")
-        self.bins = go_dirs("kubernetes", "etcd", "kwok", "device-plugin", "nfd", "dcgm-exporter", "cuda-vectoradd")
+        self.bins = go_dirs("kubernetes", "etcd", "kwok", "device-plugin", "nfd", "dcgm-exporter", "cuda-vectoradd",
+                            "dra-driver")
         self.image_paths = imagelib.build_lab_images(os.path.join(BUILD, "images"), self.bins)
         self.certificates()
         self.control_plane()

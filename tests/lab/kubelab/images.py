@@ -214,9 +214,7 @@ def _pause_binary(out_dir):
 
 
 def nfd_module_dir():
-    res = subprocess.run(["go", "mod", "download", "-json", "sigs.k8s.io/node-feature-discovery@v0.19.0"],
-                         capture_output=True, text=True, check=True)
-    return json.loads(res.stdout)["Dir"]
+    return module_dir("sigs.k8s.io/node-feature-discovery@v0.19.0")
 
 
 def cuda_base_image():
@@ -242,6 +240,44 @@ def cuda_vectoradd_image(bins):
                                   "program: no CUDA (tests/lab/go/cuda-vectoradd)"})))
     image.add_binary(os.path.join(bins["cuda-vectoradd"], "vectorAdd"), "/cuda-samples/vectorAdd")
     image.link("/cuda-samples/sample", "/cuda-samples/vectorAdd")
+    return image
+
+
+DRA_DRIVER_MODULE = "sigs.k8s.io/dra-driver-nvidia-gpu@v0.4.1"
+# what the DRA driver's scripts (the chart's container commands, kubelet-plugin-prestart.sh) run
+# besides bash; the upstream image has them from distroless/cc:debug's busybox
+DRA_APPLETS = ["basename", "sed", "mount", "dirname", "readlink"]
+
+
+def module_dir(module):
+    res = subprocess.run(["go", "mod", "download", "-json", module], capture_output=True, text=True, check=True)
+    return json.loads(res.stdout)["Dir"]
+
+
+def dra_driver_image(bins):
+    """NVIDIA's DRA driver for GPUs (sigs.k8s.io/dra-driver-nvidia-gpu v0.4.1,
+    deployments/container/Dockerfile): its three ENV lines, the labels, the kubelet plugin in
+    /usr/bin with the toolkit's nvidia-cdi-hook (of the toolkit version its go.mod requires, as
+    the Dockerfile copies it from that toolkit image), bash (the chart's containers run
+    `bash -c`), hack/kubelet-plugin-prestart.sh (the chart's init container) and /templates
+    from the module; busybox where the upstream image has distroless/cc:debug's. Only the GPU
+    kubelet plugin: the ComputeDomain programs and the webhook are not built (not deployed)."""
+    image = toolbox_files(base_files(Image(
+        ["registry.k8s.io/dra-driver-nvidia/dra-driver-nvidia-gpu:v0.4.1"], user="root:root",
+        env={"NVIDIA_DISABLE_REQUIRE": "true", "NVIDIA_VISIBLE_DEVICES": "all",
+             "NVIDIA_DRIVER_CAPABILITIES": "utility"},
+        labels={"name": "DRA Driver for NVIDIA GPUs", "vendor": "NVIDIA", "version": "v0.4.1",
+                "org.gpuops.lab": "built by the gpuops lab from the module's sources (the GPU kubelet plugin only)"})))
+    for applet in DRA_APPLETS:
+        image.link(f"/bin/{applet}", "busybox")
+    image.add_binary("/bin/bash", "/bin/bash")
+    for b in ("gpu-kubelet-plugin", "nvidia-cdi-hook"):
+        image.add_binary(os.path.join(bins["dra-driver"], b), f"/usr/bin/{b}")
+    src = module_dir(DRA_DRIVER_MODULE)
+    image.add(os.path.join(src, "hack", "kubelet-plugin-prestart.sh"), "/usr/bin/kubelet-plugin-prestart.sh", 0o755)
+    image.add(os.path.join(src, "LICENSE"), "/LICENSE", 0o644)
+    for name in sorted(os.listdir(os.path.join(src, "templates"))):
+        image.add(os.path.join(src, "templates", name), f"/templates/{name}", 0o644)
     return image
 
 
@@ -294,7 +330,7 @@ def lab_images(out_dir, bins):
     toolbox = toolbox_files(base_files(Image(["localhost/gpuops-lab/toolbox:1"], cmd=["sh"])))
 
     return {"pause": pause, "k8s-device-plugin": dp, "node-feature-discovery": nfd, "dcgm-exporter": dcgm,
-            "toolbox": toolbox, "cuda-base": cuda_base_image(), "cuda-sample-vectoradd": cuda_vectoradd_image(bins)}
+            "dra-driver": dra_driver_image(bins), "toolbox": toolbox, "cuda-base": cuda_base_image(), "cuda-sample-vectoradd": cuda_vectoradd_image(bins)}
 
 
 def _recipe_stamp(image):

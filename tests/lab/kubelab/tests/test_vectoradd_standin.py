@@ -166,7 +166,8 @@ def test_the_lab_builds_both_and_rebuilds_on_a_new_binary(tmp_path, monkeypatch)
     # the other images' inputs are placeholders here: only the two CUDA images are looked at
     bins = {}
     for name, files in (("device-plugin", ("nvidia-device-plugin", "gpu-feature-discovery", "config-manager")),
-                        ("nfd", ("nfd-master", "nfd-worker", "nfd-gc")), ("dcgm-exporter", ("dcgm-exporter",))):
+                        ("nfd", ("nfd-master", "nfd-worker", "nfd-gc")), ("dcgm-exporter", ("dcgm-exporter",)),
+                        ("dra-driver", ("gpu-kubelet-plugin", "nvidia-cdi-hook"))):
         bins[name] = tmp_path / "bins" / name
         bins[name].mkdir(parents=True)
         for f in files:
@@ -179,6 +180,11 @@ def test_the_lab_builds_both_and_rebuilds_on_a_new_binary(tmp_path, monkeypatch)
     nfd_conf.parent.mkdir(parents=True)
     nfd_conf.write_text("core: {}\n")
     monkeypatch.setattr(images, "nfd_module_dir", lambda: str(tmp_path / "nfd"))
+    dra = tmp_path / "dra"
+    for f in ("hack/kubelet-plugin-prestart.sh", "LICENSE", "templates/mps-control-daemon.tmpl.yaml"):
+        (dra / f).parent.mkdir(parents=True, exist_ok=True)
+        (dra / f).write_text("placeholder\n")
+    monkeypatch.setattr(images, "module_dir", lambda module: str(dra))
     (tmp_path / "pause").write_text("placeholder\n")
     monkeypatch.setattr(images, "_pause_binary", lambda out_dir: str(tmp_path / "pause"))
     out = tmp_path / "images"
