@@ -87,10 +87,15 @@ def test_a_gpu_pod_runs_nvidia_smi_through_the_nodes_runtime(kube, gpu_nodes, na
             assert uuid in facts["uuids"]
 
 
-def test_without_the_nvidia_runtime_the_pod_fails_with_the_runtimes_error(kube, gpu_nodes, namespace):
+def test_without_the_nvidia_runtime_the_pod_fails_with_the_runtimes_error(kube, gpu_nodes, namespace, request):
     name = next(iter(gpu_nodes))
-    # runc (containerd's default runtime here) ignores NVIDIA_VISIBLE_DEVICES: no nvidia-smi
-    kube.apply(gpu_pod("plain", name, runtime_class=None), namespace=namespace)
+    # plain runc (containerd's own runtime; NVIDIA's is the default on these nodes, see the
+    # seeds' pod in test_roles) ignores NVIDIA_VISIBLE_DEVICES: no nvidia-smi
+    runc = {"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass", "metadata": {"name": namespace + "-runc"},
+            "handler": "runc"}
+    kube.apply(runc)
+    request.addfinalizer(lambda: kube.run("delete", "runtimeclass", namespace + "-runc", check=False))
+    kube.apply(gpu_pod("plain", name, runtime_class=namespace + "-runc"), namespace=namespace)
 
     def failed():
         st = kube.get("-n", namespace, "pod", "plain")["status"]
