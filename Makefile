@@ -91,7 +91,7 @@ $(COLLECTIONS)/ansible_collections/gpuops/nvidia/MANIFEST.json: $(VENV)/.stamp $
 # The GPU nodes, the cluster built from Kubernetes' source (the nodes join it before the host
 # stages, as on a real cluster), the site playbook, then the lab's stand-in for the Kubernetes
 # stages (NFD, device plugin, GFD) until the collection's roles deploy them.
-lab: deps fake-nvml images apt-repo collection go-binaries
+lab: deps fake-nvml images apt-repo collection go-binaries runtime-binaries
 	tests/lab/lab up
 	tests/lab/kube up
 	$(BIN)/ansible-playbook -i inventories/lab playbooks/site.yml

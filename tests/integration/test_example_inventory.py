@@ -16,7 +16,7 @@ from conftest import BIN, REPO, _env  # pylint: disable=import-error
 
 EXAMPLE = os.path.join(REPO, "inventories", "example")
 ROLES = ("driver", "container_toolkit", "mig", "gpu_report", "cluster", "node_labels", "device_plugin",
-         "gpu_feature_discovery", "dcgm_exporter", "validate")
+         "gpu_feature_discovery", "dcgm_exporter", "dra_driver", "validate")
 
 
 def hostvars(host):

@@ -118,8 +118,28 @@ DCGM_OBJECTS = {
 EXPECTED = {**CLUSTER_OBJECTS, **DEVICE_PLUGIN_OBJECTS, **NFD_OBJECTS, **GFD_OBJECTS, **DCGM_OBJECTS}
 WORKLOAD_KINDS = ("DaemonSet", "Deployment", "StatefulSet", "Job")
 
+# NVIDIA's DRA driver, rendered when a node has gpu_allocation: dra (role dra_driver)
+DRA_OBJECTS = {
+    ("ServiceAccount", NS, "dra-driver-nvidia-gpu-service-account-kubeletplugin"):
+        ("dra_driver", "10-serviceaccount-gpuops-nvidia-dra-driver-nvidia-gpu-service-account-kubeletplugin.yaml"),
+    ("ClusterRole", None, "dra-driver-nvidia-gpu-clusterrole-kubeletplugin"):
+        ("dra_driver", "11-clusterrole-dra-driver-nvidia-gpu-clusterrole-kubeletplugin.yaml"),
+    ("ClusterRoleBinding", None, "dra-driver-nvidia-gpu-clusterrole-binding-kubeletplugin"):
+        ("dra_driver", "12-clusterrolebinding-dra-driver-nvidia-gpu-clusterrole-binding-kubeletplugin.yaml"),
+    ("DeviceClass", None, "gpu.nvidia.com"): ("dra_driver", "60-deviceclass-gpu.nvidia.com.yaml"),
+    ("DeviceClass", None, "mig.nvidia.com"): ("dra_driver", "60-deviceclass-mig.nvidia.com.yaml"),
+    ("ValidatingAdmissionPolicy", None, "resourceslices-policy-dra-driver-nvidia-gpu"):
+        ("dra_driver", "60-validatingadmissionpolicy-resourceslices-policy-dra-driver-nvidia-gpu.yaml"),
+    ("ValidatingAdmissionPolicyBinding", None, "resourceslices-policy-dra-driver-nvidia-gpu"):
+        ("dra_driver", "60-validatingadmissionpolicybinding-resourceslices-policy-dra-driver-nvidia-gpu.yaml"),
+    ("DaemonSet", NS, "dra-driver-nvidia-gpu-kubelet-plugin"):
+        ("dra_driver", "40-daemonset-gpuops-nvidia-dra-driver-nvidia-gpu-kubelet-plugin.yaml"),
+}
+
 # Runs that must be refused before anything is written: name -> (extra vars, what the message names).
 BAD_INPUTS = {
+    "dra-bad-feature-gate": ({"gpu_allocation": "dra", "dra_driver_feature_gates": {"Dynamic MIG": True}},
+                             ["dra_driver_feature_gates", "Dynamic MIG"]),
     "image-without-tag": ({"device_plugin_image": "nvcr.io/nvidia/k8s-device-plugin"},
                           ["device_plugin_image", "nvcr.io/nvidia/k8s-device-plugin"]),
     "image-bad-digest": ({"dcgm_exporter_image": "nvcr.io/nvidia/k8s/dcgm-exporter@sha256:abc"},
@@ -260,6 +280,7 @@ class Renders:
         # (the mirror run also turns the exporter's pod labels on, the one thing that may widen its role)
         runs = {"images": {"gpuops_image_registry": MIRROR, "device_plugin_image": PLUGIN_DIGEST_IMAGE,
                            "dcgm_exporter_pod_labels": True},
+                "dra": {"gpu_allocation": "dra"},
                 "bad-metrics": {"dcgm_exporter_extra_metrics": BAD_METRICS}}
         runs.update({name: extra for name, (extra, _named) in BAD_INPUTS.items()})
         self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=len(runs) + 1)  # pylint: disable=consider-using-with
@@ -324,6 +345,7 @@ NEEDS = {
     "test_a_smaller_configuration_removes_only_its_stale_files": {"base", "stale"},
     "test_a_mirror_rewrites_every_image_and_a_digest_is_kept": {"base", "images"},
     "test_an_unknown_dcgm_field_is_refused_with_a_suggestion": {"bad-metrics"},
+    "test_dra_nodes_render_the_dra_driver_no_broader_than_its_chart": {"dra"},
 }
 
 
@@ -759,3 +781,64 @@ def test_an_unknown_dcgm_field_is_refused_with_a_suggestion(renders):
     written = sorted(exporter_files & set(render.files()))
     assert written == [], "the exporter's files were written: %s" % written
     assert render.podman_calls == ""
+
+
+# ---- 8: NVIDIA's DRA driver -------------------------------------------------------------------
+
+def _dra_chart(path):
+    """A file of NVIDIA's DRA driver chart at the version the lab builds (tests/lab/go/dra-driver)."""
+    with open(os.path.join(REPO, "tests", "lab", "go", "dra-driver", "go.mod"), encoding="utf-8") as handle:
+        version = re.search(r"sigs\.k8s\.io/dra-driver-nvidia-gpu (v\S+)", handle.read()).group(1)
+    cache = subprocess.run(["go", "env", "GOMODCACHE"], capture_output=True, text=True, check=True).stdout.strip()
+    with open(os.path.join(cache, "sigs.k8s.io", "dra-driver-nvidia-gpu@" + version, "deployments", "helm",
+                           "dra-driver-nvidia-gpu", path), encoding="utf-8") as handle:
+        return handle.read()
+
+
+def _chart_cluster_role_rules():
+    """The kubelet plugin's ClusterRole rules in the chart (plain YAML between its rules: and the
+    next document)."""
+    text = _dra_chart("templates/rbac-kubeletplugin.yaml")
+    block = text[text.index("kind: ClusterRole\n"):]
+    block = block[block.index("rules:\n"):block.index("\n---")]
+    return yaml.safe_load(block)["rules"]
+
+
+def test_dra_nodes_render_the_dra_driver_no_broader_than_its_chart(renders):
+    """A node with gpu_allocation: dra: the site renders NVIDIA's DRA driver as well - exactly its
+    objects, its ClusterRole rule by rule within the chart's (v0.4.1), the DeviceClasses' CEL as
+    the chart's, its DaemonSet's containers no more privileged than the chart's values, every file
+    valid for the Kubernetes releases that serve resource.k8s.io/v1."""
+    dra = _ok(renders.get("dra"))
+    objects = _objects(dra)
+    found = {_key(obj): name for name, obj in objects.items() if _key(obj) in DRA_OBJECTS}
+    assert found == {key: file_name for key, (_role, file_name) in DRA_OBJECTS.items()}
+    for key, name in found.items():
+        assert HEADER.match(dra.files()[name].decode().splitlines()[0]).group(1) == "dra_driver", name
+    # RBAC: every rule of ours is within one of the chart's
+    upstream = _chart_cluster_role_rules()
+    ours = objects[found[("ClusterRole", None, "dra-driver-nvidia-gpu-clusterrole-kubeletplugin")]]["rules"]
+    for rule in ours:
+        assert any(set(rule["apiGroups"]) <= set(up["apiGroups"]) and set(rule["resources"]) <= set(up["resources"])
+                   and set(rule["verbs"]) <= set(up["verbs"]) for up in upstream), ("broader than the chart", rule)
+    # the DeviceClasses select as the chart's do
+    for device_class in ("gpu", "mig"):
+        chart = _dra_chart("templates/deviceclass-%s.yaml" % device_class)
+        expression = re.search(r'expression: "(.*)"', chart).group(1)
+        obj = objects[found[("DeviceClass", None, "%s.nvidia.com" % device_class)]]
+        assert obj["spec"]["selectors"] == [{"cel": {"expression": expression}}]
+    assert objects[found[("DeviceClass", None, "gpu.nvidia.com")]]["spec"]["extendedResourceName"] == "nvidia.com/gpu"
+    # containers: privileged as the chart's values say (kubeletPlugin.containers.*.securityContext)
+    values = yaml.safe_load(_dra_chart("values.yaml"))
+    daemonset = objects[found[("DaemonSet", NS, "dra-driver-nvidia-gpu-kubelet-plugin")]]
+    containers = {c["name"]: c for pod in _pod_specs(daemonset) for c in _containers(pod)}
+    assert sorted(containers) == ["gpus", "init-container"]
+    assert containers["gpus"]["securityContext"] == values["kubeletPlugin"]["containers"]["gpus"]["securityContext"]
+    assert _broader(containers["init-container"]["securityContext"], {"privileged": True}) == []
+    # schema-valid where resource.k8s.io/v1 exists (Kubernetes 1.34 and newer)
+    names = sorted(found.values())
+    for minor in [m for m in KUBERNETES_MINORS if int(m.split(".")[1]) >= 34]:
+        proc = subprocess.run([os.path.join(BIN, "kubernetes-validate"), "--strict", "-k", minor] + names,
+                              cwd=dra.dir, capture_output=True, text=True, timeout=300, check=False)
+        bad = [line for line in proc.stdout.splitlines() + proc.stderr.splitlines() if not line.startswith("INFO ")]
+        assert bad == [] and proc.returncode == 0, (minor, bad)

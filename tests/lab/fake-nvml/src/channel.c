@@ -13,10 +13,19 @@
  * /proc/self/fd/N/..., so a container sees the node's GPUs, MIG state and driver state, as it
  * would see a real node's through its kernel driver.
  *
+ * A container may also see the node's driver under a directory of its own, as NVIDIA's DRA
+ * driver and other operands mount the host's driver root (their NVIDIA_DRIVER_ROOT, /driver-root
+ * in the container) and load libnvidia-ml.so.1 from there: NVML loaded from a driver root talks
+ * to that root's driver, so the socket is looked for under the root the library itself was
+ * loaded from (its directory minus the library directory, e.g. /driver-root for
+ * /driver-root/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1) too.
+ *
  * Used only when no profile is given by the environment and none is at the default path.
  */
+#define _GNU_SOURCE /* dladdr */
 #include "fake.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -71,16 +80,51 @@ static int still_a_directory(int fd)
     return fd >= 0 && fstat(fd, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
+/* The driver root this library was loaded from ("" for /): its directory without the library
+ * directory a driver installation puts it in. */
+static void library_root(char *out, size_t len)
+{
+    static const char *const libdirs[] = {"/usr/lib/x86_64-linux-gnu", "/lib/x86_64-linux-gnu",
+                                          "/usr/lib/aarch64-linux-gnu", "/lib/aarch64-linux-gnu",
+                                          "/usr/lib64", "/lib64", "/usr/lib", "/lib"};
+    Dl_info info;
+    char dir[512];
+    char *slash;
+    out[0] = '\0';
+    if (!dladdr((void *)library_root, &info) || !info.dli_fname || info.dli_fname[0] != '/')
+        return;
+    snprintf(dir, sizeof(dir), "%s", info.dli_fname);
+    slash = strrchr(dir, '/');
+    if (!slash)
+        return;
+    *slash = '\0';
+    for (unsigned k = 0; k < sizeof(libdirs) / sizeof(libdirs[0]); k++) {
+        size_t dl = strlen(dir), ll = strlen(libdirs[k]);
+        if (dl > ll && !strcmp(dir + dl - ll, libdirs[k])) {
+            snprintf(out, len, "%.*s", (int)(dl - ll), dir);
+            return;
+        }
+    }
+}
+
 void fake_channel_root(char *out, size_t len)
 {
     static const char *const sockets[] = {"/run/nvidia-persistenced/socket",
                                           "/var/run/nvidia-persistenced/socket"};
+    char root[512], path[600];
     out[0] = '\0';
     /* the process may have closed or reused the descriptor since (daemons close their fds) */
     if (!still_a_directory(channel_fd))
         channel_fd = -1;
     for (unsigned k = 0; channel_fd < 0 && k < sizeof(sockets) / sizeof(sockets[0]); k++)
         channel_fd = receive_root(sockets[k]);
+    if (channel_fd < 0) {
+        library_root(root, sizeof(root));
+        for (unsigned k = 0; root[0] && channel_fd < 0 && k < sizeof(sockets) / sizeof(sockets[0]); k++) {
+            snprintf(path, sizeof(path), "%s%s", root, sockets[k]);
+            channel_fd = receive_root(path);
+        }
+    }
     if (channel_fd >= 0)
         snprintf(out, len, "/proc/self/fd/%d", channel_fd);
 }

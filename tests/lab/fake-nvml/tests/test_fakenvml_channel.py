@@ -75,11 +75,19 @@ SERVER = textwrap.dedent("""
 """)
 
 
-def run_in_namespace(tmp_path, node_root, *client_args, serve=True, minors=range(8), caps=None):
+def run_in_namespace(tmp_path, node_root, *client_args, serve=True, minors=range(8), caps=None, driver_root=None,
+                     library_from_root=True):
     """Runs CLIENT in a mount namespace where /run is empty except for the node's socket,
     /etc/gpuops-fake-nvml is empty and /dev holds /dev/nvidia<minor> for MINORS only (the
     container view: the runtime injects the device nodes of the GPUs a container was given);
-    returns its CompletedProcess."""
+    returns its CompletedProcess. DRIVER_ROOT: the node's driver mounted there instead (the socket
+    under DRIVER_ROOT/run, the library loaded from DRIVER_ROOT/usr/lib/x86_64-linux-gnu)."""
+    sock_dir = f"{driver_root}/run/nvidia-persistenced" if driver_root else "/run/nvidia-persistenced"
+    libdir = BUILD_DIR
+    if driver_root and library_from_root:
+        libdir = driver_root / "usr/lib/x86_64-linux-gnu"
+        libdir.mkdir(parents=True, exist_ok=True)
+        shutil.copy(BUILD_DIR / "libnvidia-ml.so.1", libdir / "libnvidia-ml.so.1")
     devs = " ".join([f"/dev/nvidia{m}" for m in minors] + [f"/dev/nvidia-caps/nvidia-cap{c}" for c in caps or ()])
     (tmp_path / "client.py").write_text(CLIENT)
     (tmp_path / "server.py").write_text(SERVER)
@@ -100,9 +108,9 @@ def run_in_namespace(tmp_path, node_root, *client_args, serve=True, minors=range
         fi
         if [ {int(serve)} = 1 ]; then
             rm -f {tmp_path}/ready
-            mkdir -p /run/nvidia-persistenced
+            mkdir -p {sock_dir}
             {sys.executable} {tmp_path}/server.py {node_root} {CHANNEL} \\
-                /run/nvidia-persistenced/socket {tmp_path}/ready >/dev/null 2>&1 &
+                {sock_dir}/socket {tmp_path}/ready >/dev/null 2>&1 &
             for i in $(seq 100); do [ -e {tmp_path}/ready ] && break; sleep 0.05; done
         fi
         rc=0
@@ -111,7 +119,7 @@ def run_in_namespace(tmp_path, node_root, *client_args, serve=True, minors=range
         exit $rc
     """)
     env = {k: v for k, v in os.environ.items() if not k.startswith("GPUOPS_FAKE_NVML")}
-    env["LD_LIBRARY_PATH"] = str(BUILD_DIR)
+    env["LD_LIBRARY_PATH"] = str(libdir)
     return subprocess.run(["unshare", "-m", "--", "bash", "-c", script], capture_output=True, text=True,
                           env=env, timeout=60, check=False)
 
@@ -205,5 +213,20 @@ def test_the_nodes_boot_state_is_the_containers(tmp_path, node_root):
 
 def test_without_the_channel_a_container_has_no_driver(tmp_path, node_root):
     res = run_in_namespace(tmp_path, node_root, "read", serve=False)
+    assert res.returncode != 0
+    assert "NVMLError_DriverNotLoaded" in res.stderr
+
+
+def test_a_container_with_the_nodes_driver_root_mounted_reaches_the_node_through_it(tmp_path, node_root):
+    """NVIDIA's DRA driver mounts the host's driver root (/driver-root) and loads NVML from there:
+    NVML loaded from a driver root reaches that root's driver (here: its socket)."""
+    import json
+    res = run_in_namespace(tmp_path, node_root, "read", driver_root=tmp_path / "driver-root")
+    assert res.returncode == 0, res.stderr
+    got = json.loads(res.stdout)
+    assert (got["driver"], got["count"], got["uuids"]) == ("570.172.08", 8, H100_UUIDS)
+    # the same socket, but the library loaded from elsewhere (not that root's): no driver
+    res = run_in_namespace(tmp_path, node_root, "read", driver_root=tmp_path / "driver-root",
+                           library_from_root=False)
     assert res.returncode != 0
     assert "NVMLError_DriverNotLoaded" in res.stderr

@@ -1,0 +1,214 @@
+# -*- coding: utf-8 -*-
+"""NVIDIA's DRA driver for GPUs on the lab's H100 node (gpu_allocation: dra): the real kubelet
+plugin (sigs.k8s.io/dra-driver-nvidia-gpu v0.4.1, built from its module) reads the fake NVML and
+publishes the node's GPUs in a ResourceSlice; ResourceClaims select them by attribute with CEL and
+the pods see exactly the GPUs allocated to them, through CDI (Debian 13's containerd 1.7 on that
+node); a plain nvidia.com/gpu request is served by DRA through the DeviceClass's
+extendedResourceName; the device plugin leaves the node, and a node asked to run both is refused.
+The module switches the node to DRA through the site playbook and back at the end."""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from labfacts import H100_UUIDS
+from test_roles import extra, playbook
+
+NODE = "gpuops-lab-h100"
+NS = "gpuops-nvidia"
+CUDA_BASE = "nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04"
+# hgx-h100: the GPUs' PCI bus numbers by NVML index (= PCI order), as profiles/hgx-h100.profile lists them
+H100_BUS = ["1b", "43", "52", "61", "9d", "c3", "d1", "df"]
+SWITCH = ("site.yml", "--limit", NODE, "--tags", "toolkit,labels,operands")
+DRA_OBJECTS = [("deviceclass", "gpu.nvidia.com"), ("deviceclass", "mig.nvidia.com"),
+               ("validatingadmissionpolicy", "resourceslices-policy-dra-driver-nvidia-gpu")]
+
+
+RESTORED = {}
+
+
+def switch_back(check=True):
+    """Back to the device plugin, then the DRA driver's objects removed (state absent)."""
+    playbook(*SWITCH, check=check)
+    playbook("site.yml", "--limit", NODE, "--tags", "operands", *extra(gpu_allocation="dra", dra_driver_state="absent"),
+             check=check)
+    RESTORED["done"] = True
+
+
+@pytest.fixture(scope="module")
+def dra_node(lab_only):
+    kube = lab_only
+    RESTORED.clear()
+    playbook(*SWITCH, *extra(gpu_allocation="dra"))
+    try:
+        yield kube
+    finally:
+        if not RESTORED:  # the last test did not get to it
+            switch_back(check=False)
+
+
+def slice_devices(kube):
+    """{device name: device} of the node's gpu.nvidia.com ResourceSlices."""
+    slices = kube.get("resourceslices", "--field-selector", f"spec.nodeName={NODE}")["items"]
+    return {d["name"]: d for s in slices if s["spec"]["driver"] == "gpu.nvidia.com" for d in s["spec"]["devices"]}
+
+
+def attr(device, name):
+    value = device["attributes"][name]
+    return next(iter(value.values()))
+
+
+def run_pod(kube, namespace, name, spec):
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}, "spec": {
+        "restartPolicy": "Never", "tolerations": [{"operator": "Exists", "effect": "NoSchedule"}], **spec}}
+    kube.apply(pod, namespace=namespace)
+
+
+# the pods list their GPUs and stay (their generated claims go with them once they end)
+SMI_AND_STAY = ["sh", "-c", "nvidia-smi -L && echo listed && exec sleep 3600"]
+
+
+def smi_uuids(kube, namespace, name):
+    """(pod, the UUIDs nvidia-smi -L printed in it) once it has printed them."""
+    def listed():
+        if kube.pod_phase(namespace, name) == "Failed":
+            raise AssertionError(kube.run("-n", namespace, "logs", name, check=False).stdout)
+        out = kube.run("-n", namespace, "logs", name, check=False).stdout
+        return out if "listed" in out.splitlines() else None
+    logs = kube.wait(listed, timeout=120, what=f"nvidia-smi -L in pod {name}")
+    pod = kube.get("-n", namespace, "pod", name)
+    assert pod["spec"]["nodeName"] == NODE
+    return pod, re.findall(r"^GPU \d+: .+ \(UUID: (GPU-[^)]+)\)$", logs, re.M)
+
+
+def allocated_uuids(kube, namespace, claim, devices):
+    results = kube.get("-n", namespace, "resourceclaim", claim)["status"]["allocation"]["devices"]["results"]
+    assert {r["driver"] for r in results} == {"gpu.nvidia.com"} and {r["pool"] for r in results} == {NODE}
+    return sorted(attr(devices[r["device"]], "uuid") for r in results)
+
+
+def claim_template(namespace, name, expression, count=1):
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+            "metadata": {"name": name, "namespace": namespace},
+            "spec": {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": {
+                "deviceClassName": "gpu.nvidia.com", "count": count,
+                "allocationMode": "ExactCount", "selectors": [{"cel": {"expression": expression}}]}}]}}}}
+
+
+def claim_pod(kube, namespace, name, template):
+    run_pod(kube, namespace, name, {
+        "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": template}],
+        "containers": [{"name": "main", "image": CUDA_BASE, "command": SMI_AND_STAY,
+                        "resources": {"claims": [{"name": "gpu"}]}}]})
+
+
+def test_the_node_publishes_exactly_its_gpus_and_the_device_plugin_left(dra_node):
+    kube = dra_node
+    devices = slice_devices(kube)
+    by_uuid = {attr(d, "uuid"): d for d in devices.values()}
+    assert sorted(by_uuid) == sorted(H100_UUIDS)
+    for index, uuid in enumerate(H100_UUIDS):
+        d = by_uuid[uuid]
+        assert attr(d, "type") == "gpu"
+        assert attr(d, "productName") == "NVIDIA H100 80GB HBM3"
+        assert attr(d, "architecture") == "Hopper" and attr(d, "brand") == "Nvidia"
+        assert attr(d, "cudaComputeCapability") == "9.0.0"
+        # the profile's 570.172.08 and CUDA 12.8, as semantic versions
+        assert attr(d, "driverVersion") == "570.172.8" and attr(d, "cudaDriverVersion") == "12.8.0"
+        assert attr(d, "resource.kubernetes.io/pciBusID") == f"0000:{H100_BUS[index]}:00.0"
+        assert d["capacity"]["memory"]["value"] == "81559Mi"
+    classes = {c["metadata"]["name"]: c for c in kube.get("deviceclasses")["items"]}
+    assert classes["gpu.nvidia.com"]["spec"]["extendedResourceName"] == "nvidia.com/gpu"
+    assert "type == 'mig'" in classes["mig.nvidia.com"]["spec"]["selectors"][0]["cel"]["expression"]
+    # one allocator per node: the device plugin's pod is gone, the DRA plugin's runs
+    pods = kube.get("-n", NS, "pods", "--field-selector", f"spec.nodeName={NODE}")["items"]
+    names = {p["metadata"]["labels"].get("app.kubernetes.io/name") for p in pods}
+    assert "nvidia-device-plugin" not in names and "dra-driver-nvidia-gpu" in names, names
+    labels = kube.get("node", NODE)["metadata"]["labels"]
+    assert labels.get("nvidia.com/gpu.deploy.dra-driver") == "true"
+    assert "nvidia.com/gpu.deploy.device-plugin" not in labels
+    # (the kubelet keeps the gone device plugin's nvidia.com/gpu in the node's allocatable for its
+    # endpoint grace period, five minutes; requests are served by DRA meanwhile: see below)
+
+
+def test_claims_select_gpus_by_attribute_and_pods_see_exactly_theirs(dra_node, namespace):
+    kube = dra_node
+    devices = slice_devices(kube)
+    kube.apply(
+        claim_template(namespace, "by-product-and-memory",
+                       "device.attributes['gpu.nvidia.com'].productName == 'NVIDIA H100 80GB HBM3' && "
+                       "device.capacity['gpu.nvidia.com'].memory.compareTo(quantity('40Gi')) >= 0"),
+        claim_template(namespace, "two-hoppers",
+                       "device.attributes['gpu.nvidia.com'].architecture == 'Hopper' && "
+                       "device.attributes['gpu.nvidia.com'].cudaComputeCapability.isGreaterThan(semver('8.9.0'))",
+                       count=2),
+        claim_template(namespace, "too-big",
+                       "device.capacity['gpu.nvidia.com'].memory.compareTo(quantity('100Gi')) >= 0"))
+    claim_pod(kube, namespace, "one", "by-product-and-memory")
+    claim_pod(kube, namespace, "two", "two-hoppers")
+    claim_pod(kube, namespace, "none", "too-big")
+    for name, count in (("one", 1), ("two", 2)):
+        done, seen = smi_uuids(kube, namespace, name)
+        claim = done["status"]["resourceClaimStatuses"][0]["resourceClaimName"]
+        assert len(seen) == count and sorted(seen) == allocated_uuids(kube, namespace, claim, devices), (name, seen)
+    # nothing has 100Gi: the pod stays unscheduled with the scheduler's reason
+    pending = kube.wait(lambda: next((c for c in kube.get("-n", namespace, "pod", "none")["status"].get(
+        "conditions", []) if c["type"] == "PodScheduled" and c["status"] == "False" and c.get("message")), None),
+        timeout=60, what="the scheduler's reason for pod none")
+    assert pending["reason"] == "Unschedulable", pending
+    assert "cannot allocate all claims" in pending["message"], pending["message"]
+
+
+def test_a_plain_nvidia_gpu_request_is_served_by_dra(dra_node, namespace):
+    """A pod asking for nvidia.com/gpu on the DRA node (no claim of its own): the scheduler makes a
+    claim through the DeviceClass's extendedResourceName; the pod sees exactly those GPUs."""
+    kube = dra_node
+    devices = slice_devices(kube)
+    run_pod(kube, namespace, "plain", {
+        "nodeSelector": {"kubernetes.io/hostname": NODE},
+        "containers": [{"name": "main", "image": CUDA_BASE, "command": SMI_AND_STAY,
+                        "resources": {"limits": {"nvidia.com/gpu": "2"}}}]})
+    done, seen = smi_uuids(kube, namespace, "plain")
+    status = done["status"]["extendedResourceClaimStatus"]
+    assert status["requestMappings"][0]["resourceName"] == "nvidia.com/gpu"
+    assert len(seen) == 2 and sorted(seen) == allocated_uuids(kube, namespace, status["resourceClaimName"], devices)
+
+
+def test_a_node_asked_to_run_both_allocators_is_refused_by_name_before_any_change(dra_node):
+    kube = dra_node
+    before = kube.get("node", NODE)["metadata"]["labels"]
+    both = ["device-plugin", "dra-driver", "gpu-feature-discovery", "dcgm-exporter"]
+    res = playbook("site.yml", "--limit", NODE, "--tags", "labels",
+                   *extra(gpu_allocation="dra", node_labels_operands=both), check=False)
+    assert res.returncode != 0
+    said = " ".join(res.stdout.split())
+    assert f"{NODE}: node_labels_operands would have the node served by both the device plugin and NVIDIA's DRA driver" \
+        in said, res.stdout[-3000:]
+    assert kube.get("node", NODE)["metadata"]["labels"] == before
+
+
+def test_the_role_refuses_a_gpu_allocation_it_does_not_know(lab_only):
+    res = playbook("site.yml", "--limit", NODE, "--tags", "labels", *extra(gpu_allocation="mps"), check=False)
+    assert res.returncode != 0
+    said = " ".join(res.stdout.split())
+    assert f"{NODE}: gpu_allocation is 'mps': set it to device-plugin or dra" in said, res.stdout[-3000:]
+
+
+def test_back_to_the_device_plugin_and_the_driver_removed(dra_node):
+    """The switch back (last): the device plugin serves the node again, NVIDIA's runtime is its
+    default again, and dra_driver_state: absent leaves none of the DRA driver's objects."""
+    kube = dra_node
+    switch_back()
+    for kind, name in DRA_OBJECTS:
+        assert kube.run("get", kind, name, check=False).returncode != 0, (kind, name)
+    assert kube.run("-n", NS, "get", "daemonset", "dra-driver-nvidia-gpu-kubelet-plugin",
+                    check=False).returncode != 0
+    labels = kube.get("node", NODE)["metadata"]["labels"]
+    assert labels.get("nvidia.com/gpu.deploy.device-plugin") == "true"
+    assert "nvidia.com/gpu.deploy.dra-driver" not in labels
+    assert 'default_runtime_name = "nvidia"' in kube.node_exec(NODE, "containerd config dump").stdout
+    kube.run("-n", NS, "rollout", "status", "daemonset/nvidia-device-plugin", "--timeout=180s", timeout=200)
+    gpus = kube.wait(lambda: kube.get("node", NODE)["status"].get("allocatable", {}).get("nvidia.com/gpu"),
+                     timeout=120, what="the device plugin's GPUs on the node again")
+    assert gpus == str(len(H100_UUIDS))
