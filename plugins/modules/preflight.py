@@ -84,6 +84,22 @@ options:
       - Not probed when omitted.
     type: str
     choices: [auto, containerd, crio, docker]
+  gpu_allocation:
+    description:
+      - What will allocate the node's GPUs to pods. C(dra) - NVIDIA's DRA driver - adds its
+        prerequisites as findings - a container runtime that injects devices through CDI
+        (containerd 1.7 or 2.x, CRI-O 1.27 or newer; containerd 1.6 and Docker are refused), a driver
+        of branch R565 or newer (loaded, or planned when none is), and the kubelet's plugin
+        directories O(kubelet_plugin_dirs). The runtime is found as for O(container_runtime)
+        (C(auto) when that is omitted) and returned as RV(container_runtime).
+    type: str
+    choices: [device-plugin, dra]
+    default: device-plugin
+  kubelet_plugin_dirs:
+    description: The kubelet's plugin and plugin registration directories (with O(gpu_allocation=dra)).
+    type: list
+    elements: path
+    default: [/var/lib/kubelet/plugins, /var/lib/kubelet/plugins_registry]
   fail_on_problems:
     description: Fail when any finding is an error. The findings are returned either way.
     type: bool
@@ -177,10 +193,12 @@ container_runtime:
     - The container runtime O(container_runtime) asked for, with the keys
       M(gpuops.nvidia.container_runtime_info) returns (C(requested), C(runtime), C(reason),
       C(version), C(cdi_supported), C(installed), C(kubelet_endpoint), C(problems)).
-  returned: when O(container_runtime) is given
+  returned: when O(container_runtime) is given, or O(gpu_allocation=dra)
   type: dict
   sample: {requested: auto, runtime: containerd, version: 1.6.20, cdi_supported: false, problems: []}
 """
+
+import os
 
 from ansible.module_utils.basic import AnsibleModule
 
@@ -207,6 +225,9 @@ def main():
             source=dict(type="str", default="cuda_repo", choices=list(preflight.SOURCES)),
             min_free_mib=dict(type="int", default=2048),
             container_runtime=dict(type="str", choices=["auto"] + list(detect.RUNTIMES)),
+            gpu_allocation=dict(type="str", default="device-plugin", choices=["device-plugin", "dra"]),
+            kubelet_plugin_dirs=dict(type="list", elements="path",
+                                     default=["/var/lib/kubelet/plugins", "/var/lib/kubelet/plugins_registry"]),
             fail_on_problems=dict(type="bool", default=True),
             host_root=dict(type="path", default="/"),
         ),
@@ -230,8 +251,15 @@ def main():
     packages, _held = driver_state.read_installed(root, lambda argv: commands.output(module, argv))
     loaded = kernel.loaded_module(root)["version"] or (node["driver"].get("version") if node["driver"]["loaded"]
                                                        else None)
+    runtime = None
+    if params["container_runtime"] or params["gpu_allocation"] == "dra":
+        runtime = detect.report(module, params["container_runtime"] or "auto", root)
+    dra = None
+    if params["gpu_allocation"] == "dra":
+        dra = {"runtime": runtime, "missing_dirs": [path for path in params["kubelet_plugin_dirs"]
+                                                    if not os.path.isdir(os.path.join(root, path.lstrip("/")))]}
     report = preflight.run(params, host, devices, gpus,
-                           {"installed": driver_state.installed_driver_version(packages)[0], "loaded": loaded})
+                           {"installed": driver_state.installed_driver_version(packages)[0], "loaded": loaded}, dra)
 
     result = dict(
         changed=False,
@@ -244,8 +272,8 @@ def main():
         host=host,
         driver=node["driver"],
     )
-    if params["container_runtime"]:
-        result["container_runtime"] = detect.report(module, params["container_runtime"], root)
+    if runtime is not None:
+        result["container_runtime"] = runtime
         for message in result["container_runtime"].pop("warnings"):
             module.warn(message)
     if report["errors"] and params["fail_on_problems"]:

@@ -329,3 +329,28 @@ def test_gpuops_preflight_fatal_stops_every_node_when_one_fails(lab, tmp_path, f
         assert plays[-1] == "Fleet summary - one line per node", plays
         summary = next(t for t in out["plays"][-1]["tasks"] if t["task"]["name"] == "Summarise the run, one line per node")
         assert "node-good" in summary["hosts"]
+
+
+def test_dra_prerequisites_are_findings_and_the_kubelet_directories_are_read_under_the_host_root(lab, debian_host):
+    """gpu_allocation=dra: the DRA driver's prerequisites join the findings; the kubelet's plugin
+    directories are looked for under host_root (the test's tree has none, then both); the runtime
+    found is returned. Nothing changes."""
+    args = "driver_branch=570 gpu_allocation=dra fail_on_problems=false host_root=%s" % debian_host
+    before = tree_digest(debian_host)
+    result = lab.module("hgx-h100", module="gpuops.nvidia.preflight", args=args)
+    missing = [f for f in result["findings"] if f["code"] == "dra_kubelet_dirs_missing"]
+    assert len(missing) == 1 and missing[0]["severity"] == "error"
+    assert "/var/lib/kubelet/plugins, /var/lib/kubelet/plugins_registry" in missing[0]["message"]
+    assert {"runtime", "version", "requested"} <= set(result["container_runtime"])
+    assert tree_digest(debian_host) == before
+    for path in ("var/lib/kubelet/plugins", "var/lib/kubelet/plugins_registry"):
+        os.makedirs(os.path.join(debian_host, path))
+    result = lab.module("hgx-h100", module="gpuops.nvidia.preflight", args=args)
+    assert [f for f in result["findings"] if f["code"] == "dra_kubelet_dirs_missing"] == []
+    # the H100 profile's loaded 570 is R565 or newer
+    assert [f for f in result["findings"] if f["code"] == "dra_driver_too_old"] == []
+    # the same node on the device plugin: no DRA finding, no runtime looked for
+    result = lab.module("hgx-h100", module="gpuops.nvidia.preflight",
+                        args="driver_branch=570 fail_on_problems=false host_root=%s" % debian_host)
+    assert [f for f in result["findings"] if f["code"].startswith("dra_")] == []
+    assert "container_runtime" not in result

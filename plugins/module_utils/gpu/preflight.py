@@ -370,9 +370,73 @@ def gpu_list(nvml_gpus: list, pci_gpus: list) -> list:
              "bus_id": g.get("bus_id")} for i, g in enumerate(pci_gpus)]
 
 
-def run(plan: dict, host: dict, devices: dict, gpus: list, driver: dict | None = None) -> dict:
+# NVIDIA's DRA driver for GPUs (docs/prerequisites.md at v0.4.1): the oldest driver branch for GPU
+# allocation, and the runtimes that hand the kubelet's CDI devices to containers
+DRA_MIN_BRANCH = 565
+DRA_RUNTIMES = {"containerd": ((1, 7), "containerd 1.7 (with CDI enabled) or 2.x"),
+                "crio": ((1, 27), "CRI-O 1.27 or newer")}
+DRA_RUNTIME_NAMES = {"containerd": "containerd", "crio": "CRI-O", "docker": "Docker"}
+DRA_KEEP = "or keep this node on the device plugin (gpu_allocation: device-plugin)"
+
+
+def _version_tuple(text) -> tuple | None:
+    numbers = re.findall(r"\d+", str(text or ""))
+    return tuple(int(n) for n in numbers[:3]) if numbers else None
+
+
+def check_dra(dra: dict, branch: int | None, loaded: str | None, findings: list) -> None:
+    """A node about to be served by NVIDIA's DRA driver. dra: {'runtime': the container runtime
+    report (runtime/detect.report), 'missing_dirs': the kubelet plugin directories that are not
+    there}. branch: the driver plan's branch; loaded: the loaded driver's version."""
+    runtime = dra.get("runtime") or {}
+    name, version = runtime.get("runtime"), runtime.get("version")
+    if not name:
+        findings.append(_finding(
+            "dra_runtime_missing", "error",
+            "no container runtime for the kubelet was found, and NVIDIA's DRA driver needs one that injects "
+            "devices through CDI", "install containerd 1.7 or 2.x, or CRI-O 1.27 or newer, " + DRA_KEEP))
+    elif name not in DRA_RUNTIMES:
+        findings.append(_finding(
+            "dra_runtime_no_cdi", "error",
+            "%s cannot hand the kubelet's CDI devices to containers, which NVIDIA's DRA driver requires"
+            % DRA_RUNTIME_NAMES.get(name, name),
+            "run the kubelet on containerd 1.7 or 2.x, or on CRI-O 1.27 or newer, " + DRA_KEEP))
+    else:
+        minimum, wanted = DRA_RUNTIMES[name]
+        have = _version_tuple(version)
+        if have is None:
+            findings.append(_finding(
+                "dra_runtime_version_unknown", "warning",
+                "the version of %s is unknown; NVIDIA's DRA driver needs %s" % (DRA_RUNTIME_NAMES[name], wanted),
+                "check `%s --version`" % ("containerd" if name == "containerd" else "crio")))
+        elif have[:2] < minimum:
+            findings.append(_finding(
+                "dra_runtime_no_cdi", "error",
+                "%s %s cannot inject devices through CDI, which NVIDIA's DRA driver requires (%s)"
+                % (DRA_RUNTIME_NAMES[name], version, wanted),
+                "upgrade the runtime (Debian 13's containerd is 1.7; containerd 2.x), " + DRA_KEEP))
+    loaded_major = (_version_tuple(loaded) or (None,))[0]
+    if (loaded_major is not None and loaded_major < DRA_MIN_BRANCH and (branch is None or branch < DRA_MIN_BRANCH)) \
+            or (loaded_major is None and branch is not None and branch < DRA_MIN_BRANCH):
+        what = ("the loaded driver %s" % loaded) if loaded_major is not None else ("driver branch %s" % branch)
+        findings.append(_finding(
+            "dra_driver_too_old", "error",
+            "%s is older than R%d, the oldest NVIDIA's DRA driver supports for GPU allocation" % (what, DRA_MIN_BRANCH),
+            "set driver_branch to %d or newer (580), with driver_allow_branch_change for an installed driver, %s"
+            % (DRA_MIN_BRANCH, DRA_KEEP)))
+    missing = list(dra.get("missing_dirs") or [])
+    if missing:
+        findings.append(_finding(
+            "dra_kubelet_dirs_missing", "error",
+            "the kubelet's plugin directories are missing: %s (NVIDIA's DRA driver registers there)" % ", ".join(missing),
+            "join the node to the cluster first (the kubelet creates them under its --root-dir, /var/lib/kubelet), "
+            "or set dra_driver_kubelet_plugins_path and dra_driver_kubelet_registrar_path to the kubelet's"))
+
+
+def run(plan: dict, host: dict, devices: dict, gpus: list, driver: dict | None = None, dra: dict | None = None) -> dict:
     """All checks. driver is what the host has: {'installed': version or None, 'loaded':
-    version or None}. Returns {'findings', 'recommendation', 'action', 'errors'}."""
+    version or None}; dra, for a node NVIDIA's DRA driver is to serve, what check_dra reads.
+    Returns {'findings', 'recommendation', 'action', 'errors'}."""
     findings = []
     models = _models(gpus)
     if not gpus:
@@ -400,6 +464,8 @@ def run(plan: dict, host: dict, devices: dict, gpus: list, driver: dict | None =
                 "fabric_manager": bool(devices.get("nvswitches")),
                 "dkms": builds_with_dkms(plan, host),
             }
+    if dra is not None:
+        check_dra(dra, branch, (driver or {}).get("loaded"), findings)
     findings = fnd.ordered(findings)
     return {"findings": findings, "recommendation": recommendation, "action": action,
             "errors": fnd.counts(findings)["error"]}

@@ -212,3 +212,23 @@ def test_back_to_the_device_plugin_and_the_driver_removed(dra_node):
     gpus = kube.wait(lambda: kube.get("node", NODE)["status"].get("allocatable", {}).get("nvidia.com/gpu"),
                      timeout=120, what="the device plugin's GPUs on the node again")
     assert gpus == str(len(H100_UUIDS))
+
+
+def test_preflight_refuses_a_node_whose_runtime_has_no_cdi_before_anything_changes(lab_only):
+    """The L40S node runs Debian 12's containerd 1.6: asked to be a DRA node, the site's pre-flight
+    stage refuses it with the runtime's version and the fix, and nothing on the node changes."""
+    kube = lab_only
+    node = "gpuops-lab-l40s"
+    digest = "find /etc/containerd /etc/apt /etc/cdi /var/run/cdi -type f -exec sha256sum {} + 2>/dev/null | sort"
+    before = kube.node_exec(node, digest).stdout
+    labels = kube.get("node", node)["metadata"]["labels"]
+    res = playbook("site.yml", "--limit", node, *extra(gpu_allocation="dra"), check=False)
+    assert res.returncode != 0
+    said = " ".join(res.stdout.split())
+    assert "containerd 1.6.20 cannot inject devices through CDI, which NVIDIA's DRA driver requires" in said, \
+        res.stdout[-3000:]
+    assert "gpu_allocation: device-plugin" in said
+    # stopped in the pre-flight stage: no later stage ran
+    assert "Stage 2 -" not in res.stdout and "Stage 7 -" not in res.stdout, res.stdout[-3000:]
+    assert kube.node_exec(node, digest).stdout == before
+    assert kube.get("node", node)["metadata"]["labels"] == labels

@@ -235,3 +235,84 @@ def test_gpu_list_prefers_nvml_and_skips_lost_gpus():
         {"index": 0, "name": "NVIDIA H100 80GB HBM3", "architecture": "hopper", "bus_id": "x", "mig_capable": True}]
     assert preflight.gpu_list([], [{"name": "GH100", "architecture": "hopper", "bus_id": "0000:18:00.0"}]) == [
         {"index": 0, "name": "GH100", "architecture": "hopper", "bus_id": "0000:18:00.0"}]
+
+
+# ---- NVIDIA's DRA driver (gpu_allocation: dra) ---------------------------------------------------
+
+def runtime(name="containerd", version="1.7.24"):
+    return {"runtime": name, "version": version}
+
+
+DRA_READY = {"runtime": runtime(), "missing_dirs": []}
+
+
+def dra_run(dra, driver=None, **plan):
+    full = {"driver_branch": "580", "kernel_module_type": "auto", "source": "cuda_repo",
+            "min_free_mib": 2048, "today": TODAY}
+    full.update(plan)
+    return preflight.run(full, HOST, {}, H100, driver or {"installed": "570.172.08", "loaded": "570.172.08"}, dra)
+
+
+@pytest.mark.parametrize("rt", [runtime(), runtime("containerd", "2.1.9"), runtime("crio", "1.27.0"),
+                                runtime("crio", "1.34.0")], ids=["containerd-1.7", "containerd-2.1", "crio-1.27",
+                                                                "crio-1.34"])
+def test_dra_ready_nodes_have_no_dra_finding(rt):
+    report = dra_run({"runtime": rt, "missing_dirs": []}, driver_branch="570")
+    assert [c for c in codes(report) if c[0].startswith("dra_")] == []
+
+
+@pytest.mark.parametrize("rt, message", [
+    (runtime("containerd", "1.6.20"), "containerd 1.6.20 cannot inject devices through CDI, which NVIDIA's DRA driver "
+                                      "requires (containerd 1.7 (with CDI enabled) or 2.x)"),
+    (runtime("crio", "1.26.4"), "CRI-O 1.26.4 cannot inject devices through CDI, which NVIDIA's DRA driver requires "
+                                "(CRI-O 1.27 or newer)"),
+    (runtime("docker", "26.1.5"), "Docker cannot hand the kubelet's CDI devices to containers, which NVIDIA's DRA "
+                                  "driver requires"),
+], ids=["containerd-1.6", "crio-1.26", "docker"])
+def test_a_runtime_without_cdi_is_refused_with_the_fix(rt, message):
+    report = dra_run({"runtime": rt, "missing_dirs": []}, driver_branch="570")
+    found = [f for f in report["findings"] if f["code"] == "dra_runtime_no_cdi"]
+    assert len(found) == 1 and found[0]["severity"] == "error" and found[0]["message"] == message
+    assert "gpu_allocation: device-plugin" in found[0]["fix"]
+    assert report["errors"] == 1
+
+
+def test_no_runtime_and_an_unknown_version():
+    assert ("dra_runtime_missing", "error") in codes(dra_run({"runtime": {"runtime": None}, "missing_dirs": []},
+                                                              driver_branch="570"))
+    assert ("dra_runtime_version_unknown", "warning") in codes(dra_run({"runtime": runtime(version=None),
+                                                                        "missing_dirs": []}, driver_branch="570"))
+
+
+@pytest.mark.parametrize("driver, branch, flagged", [
+    ({"installed": "550.163.01", "loaded": "550.163.01"}, "550", "the loaded driver 550.163.01"),
+    # the plan moves the node to R580: fine once the driver stage has run
+    ({"installed": "550.163.01", "loaded": "550.163.01"}, "580", None),
+    # no driver yet: the planned branch counts
+    ({"installed": None, "loaded": None}, "535", "driver branch 535"),
+    ({"installed": None, "loaded": None}, "580", None),
+    ({"installed": "565.57.01", "loaded": "565.57.01"}, "565", None),
+], ids=["loaded-550", "loaded-550-plan-580", "none-plan-535", "none-plan-580", "loaded-565"])
+def test_the_driver_must_be_r565_or_newer(driver, branch, flagged):
+    report = dra_run(DRA_READY, driver=driver, driver_branch=branch, allow_branch_change=True)
+    found = [f for f in report["findings"] if f["code"] == "dra_driver_too_old"]
+    if flagged is None:
+        assert found == []
+    else:
+        assert len(found) == 1 and found[0]["message"].startswith(flagged + " is older than R565")
+        assert "driver_branch to 565 or newer" in found[0]["fix"]
+
+
+def test_missing_kubelet_plugin_directories_are_named():
+    report = dra_run({"runtime": runtime(), "missing_dirs": ["/var/lib/kubelet/plugins_registry"]})
+    found = [f for f in report["findings"] if f["code"] == "dra_kubelet_dirs_missing"]
+    assert len(found) == 1 and "/var/lib/kubelet/plugins_registry" in found[0]["message"]
+
+
+def test_every_dra_problem_at_once_and_none_without_dra():
+    dra = {"runtime": runtime("containerd", "1.6.20"), "missing_dirs": ["/var/lib/kubelet/plugins"]}
+    report = dra_run(dra, driver={"installed": None, "loaded": None}, driver_branch="535")
+    assert {c for c, _s in codes(report) if c.startswith("dra_")} == {
+        "dra_runtime_no_cdi", "dra_driver_too_old", "dra_kubelet_dirs_missing"}
+    # the same node on the device plugin: no DRA finding
+    assert [c for c in codes(run(driver_branch="535")) if c[0].startswith("dra_")] == []
