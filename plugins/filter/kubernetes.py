@@ -146,6 +146,8 @@ class FilterModule:
             "validate_operands": node_checks.operand_problems,
             "validate_labels": node_checks.label_problems,
             "validate_allocatable": node_checks.allocatable_problems,
+            "validate_dra_devices": node_checks.dra_slice_devices,
+            "validate_dra_slices": node_checks.dra_slice_problems,
             "validate_smi": node_checks.smi_problems,
             "validate_sample": node_checks.sample_problems,
             "validate_metrics": node_checks.metrics_problems,

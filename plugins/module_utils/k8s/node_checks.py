@@ -158,6 +158,45 @@ def allocatable_problems(expected: dict, allocatable: dict) -> list:
     return problems
 
 
+DRA_DRIVER = "gpu.nvidia.com"
+
+
+def dra_slice_devices(slices: list, node: str) -> list:
+    """The devices NVIDIA's DRA driver publishes for NODE: [{name, type, uuid}] from its
+    ResourceSlices (resource.k8s.io/v1) of that node."""
+    out = []
+    for item in slices or []:
+        spec = item.get("spec") or {}
+        if spec.get("driver") != DRA_DRIVER or spec.get("nodeName") != node:
+            continue
+        for device in spec.get("devices") or []:
+            attrs = device.get("attributes") or {}
+            value = {k: next(iter((v or {}).values()), None) for k, v in attrs.items() if isinstance(v, dict)}
+            out.append({"name": device.get("name"), "type": value.get("type"), "uuid": value.get("uuid")})
+    return out
+
+
+def dra_slice_problems(info: dict, devices: list) -> list:
+    """A DRA node's ResourceSlices (dra_slice_devices) against the GPUs and MIG devices gpu_info
+    reads from NVML: UUID for UUID, each device of the right type."""
+    want = {}
+    for gpu in _live(info):
+        mig = gpu.get("mig") or {}
+        if mig.get("current") and mig.get("devices"):
+            for dev in mig["devices"]:
+                want[dev.get("uuid")] = ("mig", f"MIG device {dev.get('uuid')} of GPU {gpu.get('index')}")
+        else:
+            want[gpu.get("uuid")] = ("gpu", f"GPU {gpu.get('index')} ({gpu.get('uuid')})")
+    have = {d.get("uuid"): d for d in devices or []}
+    problems = [f"{what} is in NVML but in no ResourceSlice of {DRA_DRIVER}"
+                for uuid, (_kind, what) in sorted(want.items()) if uuid not in have]
+    problems += [f"ResourceSlice device {d.get('name')} ({uuid}) is not a device NVML lists"
+                 for uuid, d in sorted(have.items(), key=lambda item: str(item[0])) if uuid not in want]
+    problems += [f"{what} is published as type {have[uuid].get('type')}, not {kind}"
+                 for uuid, (kind, what) in sorted(want.items()) if uuid in have and have[uuid].get("type") != kind]
+    return problems
+
+
 def smi_problems(log: str, info: dict) -> list:
     """`nvidia-smi -L` inside the test pod: exactly one device, one of this node's. A pod given a
     MIG device sees that device's GPU and, below it, the one MIG device."""

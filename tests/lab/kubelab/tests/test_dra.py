@@ -8,6 +8,7 @@ extendedResourceName; the device plugin leaves the node, and a node asked to run
 The module switches the node to DRA through the site playbook and back at the end."""
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -173,6 +174,23 @@ def test_a_plain_nvidia_gpu_request_is_served_by_dra(dra_node, namespace):
     status = done["status"]["extendedResourceClaimStatus"]
     assert status["requestMappings"][0]["resourceName"] == "nvidia.com/gpu"
     assert len(seen) == 2 and sorted(seen) == allocated_uuids(kube, namespace, status["resourceClaimName"], devices)
+
+
+def test_the_go_live_checklist_passes_on_the_dra_node(dra_node, tmp_path):
+    """validate on the DRA node: the DRA plugin among its operands, its ResourceSlices UUID for UUID
+    as NVML lists the GPUs (the allocatable check of a DRA node), the test pod's nvidia.com/gpu
+    served by DRA without NVIDIA's runtime, and the rest as on any node."""
+    report_path = tmp_path / "validate.json"
+    res = playbook("validate.yml", "--limit", NODE,
+                   *extra(gpu_allocation="dra", validate_report_path=str(report_path), validate_workload_timeout=120,
+                          validate_prometheus_wait=40))
+    node = {n["node"]: n for n in json.loads(report_path.read_text())["nodes"]}[NODE]
+    assert node["ok"], (node, res.stdout[-3000:])
+    checks = {c["check"]: c for c in node["checks"]}
+    assert [c["check"] for c in node["checks"]] == ["host", "operands", "labels", "allocatable", "workload", "metrics"]
+    assert "dra-driver-nvidia-gpu" in checks["operands"]["evidence"][0]
+    assert checks["allocatable"]["evidence"][0].startswith("8 device(s) in the node's ResourceSlices of gpu.nvidia.com")
+    assert not checks["workload"].get("skipped"), checks["workload"]
 
 
 def test_a_node_asked_to_run_both_allocators_is_refused_by_name_before_any_change(dra_node):

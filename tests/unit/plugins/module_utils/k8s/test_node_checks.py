@@ -675,3 +675,54 @@ def test_workload_reuse_carries_a_pass_over_when_nothing_changed():
 ])
 def test_workload_reuse_runs_the_workload_when_anything_is_new_or_unknown(previous, node, driver, changes, earlier):
     assert node_checks.workload_reuse(previous, node, driver, changes, earlier) is None
+
+
+# ---- DRA: ResourceSlices against NVML --------------------------------------------------------------
+
+def slice_of(node, devices, driver="gpu.nvidia.com"):
+    return {"spec": {"driver": driver, "nodeName": node, "pool": {"name": node},
+                     "devices": [{"name": name, "attributes": {"type": {"string": kind}, "uuid": {"string": u},
+                                                                "productName": {"string": H100}},
+                                  "capacity": {"memory": {"value": "81559Mi"}}} for name, kind, u in devices]}}
+
+
+def test_dra_slice_devices_reads_the_nodes_devices_of_the_gpu_driver_only():
+    slices = [slice_of("n1", [("gpu-0", "gpu", uuid(0)), ("gpu-1", "gpu", uuid(1))]),
+              slice_of("n2", [("gpu-0", "gpu", uuid(5))]),
+              slice_of("n1", [("channel-0", "channel", "x")], driver="compute-domain.nvidia.com")]
+    assert node_checks.dra_slice_devices(slices, "n1") == [
+        {"name": "gpu-0", "type": "gpu", "uuid": uuid(0)}, {"name": "gpu-1", "type": "gpu", "uuid": uuid(1)}]
+    assert node_checks.dra_slice_devices([], "n1") == []
+
+
+def devices(*triples):
+    return [{"name": n, "type": k, "uuid": u} for n, k, u in triples]
+
+
+def test_dra_slices_that_list_every_gpu_pass():
+    assert node_checks.dra_slice_problems(HGX, devices(*[("gpu-%d" % n, "gpu", uuid(n)) for n in range(8)])) == []
+
+
+def test_dra_slices_name_a_missing_gpu_a_foreign_device_and_a_wrong_type():
+    got = devices(*[("gpu-%d" % n, "gpu", uuid(n)) for n in range(6)], ("gpu-6", "mig", uuid(6)),
+                  ("gpu-9", "gpu", "GPU-from-elsewhere"))
+    assert node_checks.dra_slice_problems(HGX, got) == [
+        "GPU 7 (%s) is in NVML but in no ResourceSlice of gpu.nvidia.com" % uuid(7),
+        "ResourceSlice device gpu-9 (GPU-from-elsewhere) is not a device NVML lists",
+        "GPU 6 (%s) is published as type mig, not gpu" % uuid(6),
+    ]
+
+
+def test_dra_slices_list_the_mig_devices_of_a_gpu_in_mig_mode_and_not_a_lost_gpu():
+    gpus = [make_gpu(0, mig_devices=2)] + [make_gpu(n) for n in range(1, 7)] + [make_gpu(7, lost=True)]
+    info = node_info(gpus)
+    want = devices(("gpu-0-mig-1-0", "mig", mig_uuid(0, 0)), ("gpu-0-mig-1-1", "mig", mig_uuid(0, 1)),
+                   *[("gpu-%d" % n, "gpu", uuid(n)) for n in range(1, 7)])
+    assert node_checks.dra_slice_problems(info, want) == []
+    # the GPU itself listed instead of its MIG devices
+    wrong = devices(("gpu-0", "gpu", uuid(0)), *[("gpu-%d" % n, "gpu", uuid(n)) for n in range(1, 7)])
+    assert node_checks.dra_slice_problems(info, wrong) == [
+        "MIG device %s of GPU 0 is in NVML but in no ResourceSlice of gpu.nvidia.com" % mig_uuid(0, 0),
+        "MIG device %s of GPU 0 is in NVML but in no ResourceSlice of gpu.nvidia.com" % mig_uuid(0, 1),
+        "ResourceSlice device gpu-0 (%s) is not a device NVML lists" % uuid(0),
+    ]
