@@ -273,10 +273,25 @@ def _images(obj: dict) -> dict:
     return {c.get("name"): c.get("image") for c in spec.get("containers") or []}
 
 
-def cluster_items(node_name: str, nodes: list, pods: list, daemonsets: list, labels: dict) -> tuple:
+ALLOCATORS = (("device-plugin", "nvidia.com/gpu.deploy.device-plugin"), ("dra", "nvidia.com/gpu.deploy.dra-driver"))
+
+
+def allocation_item(allocation: str, have: dict) -> dict:
+    """What allocates the node's GPUs, by its deploy labels, against its gpu_allocation: one of
+    the device plugin and NVIDIA's DRA driver; both at once is drift whatever was asked."""
+    on = [name for name, label in ALLOCATORS if have.get(label) == "true"]
+    actual = " and ".join(on) if on else "none"
+    return item("GPU allocation", allocation, actual, on == [allocation],
+                "run the labels and operands stages (site.yml --tags labels,operands) with the node's gpu_allocation; "
+                "a node is served by the device plugin or the DRA driver, never both")
+
+
+def cluster_items(node_name: str, nodes: list, pods: list, daemonsets: list, labels: dict,
+                  allocation: str | None = None) -> tuple:
     """(items, facts) of one node as the cluster sees it: the labels the collection sets with the
-    values asked for, and every operand pod on the node running its DaemonSet's current image (a
-    pod left on an old image is a rollout that did not reach the node)."""
+    values asked for, what allocates its GPUs against ``allocation`` (its gpu_allocation, when
+    given), and every operand pod on the node running its DaemonSet's current image (a pod left
+    on an old image is a rollout that did not reach the node)."""
     node = next((n for n in nodes or [] if (n.get("metadata") or {}).get("name") == node_name), None)
     if node is None:
         return [item("Kubernetes node", node_name, "not in the cluster", False,
@@ -286,6 +301,8 @@ def cluster_items(node_name: str, nodes: list, pods: list, daemonsets: list, lab
     for key, value in sorted((labels or {}).items()):
         out.append(item("label %s" % key, value, have.get(key), have.get(key) == value,
                         "run the labels stage (site.yml --tags labels)"))
+    if allocation:
+        out.append(allocation_item(allocation, have))
     wanted = {}
     for ds in daemonsets or []:
         meta = ds.get("metadata") or {}

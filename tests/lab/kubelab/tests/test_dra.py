@@ -193,6 +193,22 @@ def test_the_go_live_checklist_passes_on_the_dra_node(dra_node, tmp_path):
     assert not checks["workload"].get("skipped"), checks["workload"]
 
 
+def test_the_audit_compares_the_nodes_allocator_with_its_gpu_allocation(dra_node, tmp_path):
+    """The drift audit on the DRA node: asked dra, no drift in its allocation; asked device-plugin
+    (the inventory changed, the node did not), the GPU allocation item is the drift, with its fix."""
+    def allocation(value):
+        report = tmp_path / f"audit-{value}.json"
+        playbook("audit.yml", "--limit", NODE, *extra(gpu_allocation=value, gpuops_audit_report_path=str(report)),
+                 check=False)
+        node = {n["node"]: n for n in json.loads(report.read_text())["nodes"]}[NODE]
+        return next(i for i in node["items"] if i["item"] == "GPU allocation")
+    ok = allocation("dra")
+    assert (ok["expected"], ok["actual"], ok["ok"]) == ("dra", "dra", True)
+    drift = allocation("device-plugin")
+    assert (drift["expected"], drift["actual"], drift["ok"]) == ("device-plugin", "dra", False)
+    assert "never both" in drift["fix"]
+
+
 def test_a_node_asked_to_run_both_allocators_is_refused_by_name_before_any_change(dra_node):
     kube = dra_node
     before = kube.get("node", NODE)["metadata"]["labels"]

@@ -253,9 +253,10 @@ def dra_run(dra, driver=None, **plan):
     return preflight.run(full, HOST, {}, H100, driver or {"installed": "570.172.08", "loaded": "570.172.08"}, dra)
 
 
-@pytest.mark.parametrize("rt", [runtime(), runtime("containerd", "2.1.9"), runtime("crio", "1.27.0"),
-                                runtime("crio", "1.34.0")], ids=["containerd-1.7", "containerd-2.1", "crio-1.27",
-                                                                "crio-1.34"])
+READY_RUNTIMES = [runtime(), runtime("containerd", "2.1.9"), runtime("crio", "1.27.0"), runtime("crio", "1.34.0")]
+
+
+@pytest.mark.parametrize("rt", READY_RUNTIMES, ids=["containerd-1.7", "containerd-2.1", "crio-1.27", "crio-1.34"])
 def test_dra_ready_nodes_have_no_dra_finding(rt):
     report = dra_run({"runtime": rt, "missing_dirs": []}, driver_branch="570")
     assert [c for c in codes(report) if c[0].startswith("dra_")] == []
@@ -278,10 +279,10 @@ def test_a_runtime_without_cdi_is_refused_with_the_fix(rt, message):
 
 
 def test_no_runtime_and_an_unknown_version():
-    assert ("dra_runtime_missing", "error") in codes(dra_run({"runtime": {"runtime": None}, "missing_dirs": []},
-                                                              driver_branch="570"))
-    assert ("dra_runtime_version_unknown", "warning") in codes(dra_run({"runtime": runtime(version=None),
-                                                                        "missing_dirs": []}, driver_branch="570"))
+    none = dra_run({"runtime": {"runtime": None}, "missing_dirs": []}, driver_branch="570")
+    assert ("dra_runtime_missing", "error") in codes(none)
+    unknown = dra_run({"runtime": runtime(version=None), "missing_dirs": []}, driver_branch="570")
+    assert ("dra_runtime_version_unknown", "warning") in codes(unknown)
 
 
 @pytest.mark.parametrize("driver, branch, flagged", [

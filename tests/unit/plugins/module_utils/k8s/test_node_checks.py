@@ -680,10 +680,11 @@ def test_workload_reuse_runs_the_workload_when_anything_is_new_or_unknown(previo
 # ---- DRA: ResourceSlices against NVML --------------------------------------------------------------
 
 def slice_of(node, devices, driver="gpu.nvidia.com"):
+    def device(name, kind, u):
+        attributes = {"type": {"string": kind}, "uuid": {"string": u}, "productName": {"string": H100}}
+        return {"name": name, "attributes": attributes, "capacity": {"memory": {"value": "81559Mi"}}}
     return {"spec": {"driver": driver, "nodeName": node, "pool": {"name": node},
-                     "devices": [{"name": name, "attributes": {"type": {"string": kind}, "uuid": {"string": u},
-                                                                "productName": {"string": H100}},
-                                  "capacity": {"memory": {"value": "81559Mi"}}} for name, kind, u in devices]}}
+                     "devices": [device(*triple) for triple in devices]}}
 
 
 def test_dra_slice_devices_reads_the_nodes_devices_of_the_gpu_driver_only():

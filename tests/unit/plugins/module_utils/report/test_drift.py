@@ -104,6 +104,26 @@ def test_cluster_items_labels_and_images_against_the_daemonset():
     assert gone[0]["actual"] == "not in the cluster"
 
 
+@pytest.mark.parametrize("labels, allocation, actual, ok", [
+    ({"nvidia.com/gpu.deploy.device-plugin": "true"}, "device-plugin", "device-plugin", True),
+    ({"nvidia.com/gpu.deploy.dra-driver": "true"}, "dra", "dra", True),
+    # the variable says DRA, the node still runs the device plugin
+    ({"nvidia.com/gpu.deploy.device-plugin": "true"}, "dra", "device-plugin", False),
+    # served twice: drift whatever was asked
+    ({"nvidia.com/gpu.deploy.device-plugin": "true", "nvidia.com/gpu.deploy.dra-driver": "true"}, "dra",
+     "device-plugin and dra", False),
+    # an admin's "false": nothing allocates the GPUs
+    ({"nvidia.com/gpu.deploy.device-plugin": "false"}, "device-plugin", "none", False),
+], ids=["device-plugin", "dra", "dra-asked-device-plugin-runs", "both", "opted-out"])
+def test_the_gpu_allocation_against_the_nodes_deploy_labels(labels, allocation, actual, ok):
+    nodes = [{"metadata": {"name": "gpu-a", "labels": labels}}]
+    items, _facts = drift.cluster_items("gpu-a", nodes, [], [], {}, allocation)
+    assert [(i["item"], i["expected"], i["actual"], i["ok"]) for i in items] == [
+        ("GPU allocation", allocation, actual, ok)]
+    # without a gpu_allocation to compare with (an older playbook), no item
+    assert drift.cluster_items("gpu-a", nodes, [], [], {})[0] == []
+
+
 def test_fleet_groups_and_names_the_outliers():
     records = [drift.record(name, {"items": [], "facts": {"driver": driver, "toolkit": "1.18.0"}})
                for name, driver in (("a", "580.95.05"), ("b", "580.95.05"), ("c", "570.172.08"))]
