@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+import uuid
 
 import pytest
 
@@ -29,8 +30,12 @@ DRA_OBJECTS = [("deviceclass", "gpu.nvidia.com"), ("deviceclass", "mig.nvidia.co
 RESTORED = {}
 
 
-def switch_back(check=True):
-    """Back to the device plugin, then the DRA driver's objects removed (state absent)."""
+def switch_back(kube, check=True):
+    """The claim pods gone first (the kubelet needs the DRA plugin to release their devices; a pod
+    left behind would stay Terminating for good), then back to the device plugin, then the DRA
+    driver's objects removed (state absent)."""
+    for ns in RESTORED.get("namespaces", []):
+        kube.run("delete", "namespace", ns, "--wait=true", "--timeout=180s", timeout=200, check=check)
     playbook(*SWITCH, check=check)
     playbook("site.yml", "--limit", NODE, "--tags", "operands", *extra(gpu_allocation="dra", dra_driver_state="absent"),
              check=check)
@@ -41,12 +46,22 @@ def switch_back(check=True):
 def dra_node(lab_only):
     kube = lab_only
     RESTORED.clear()
+    RESTORED["namespaces"] = []
     playbook(*SWITCH, *extra(gpu_allocation="dra"))
     try:
         yield kube
     finally:
-        if not RESTORED:  # the last test did not get to it
-            switch_back(check=False)
+        if not RESTORED.get("done"):  # the last test did not get to it
+            switch_back(kube, check=False)
+
+
+@pytest.fixture
+def claims_ns(dra_node):
+    """A namespace for a test's claim pods, deleted (and waited for) before the driver goes."""
+    name = "gpuops-dra-" + uuid.uuid4().hex[:8]
+    dra_node.run("create", "namespace", name)
+    RESTORED["namespaces"].append(name)
+    return name
 
 
 def slice_devices(kube):
@@ -67,7 +82,7 @@ def run_pod(kube, namespace, name, spec):
 
 
 # the pods list their GPUs and stay (their generated claims go with them once they end)
-SMI_AND_STAY = ["sh", "-c", "nvidia-smi -L && echo listed && exec sleep 3600"]
+SMI_AND_STAY = ["sh", "-c", "nvidia-smi -L && echo listed; trap 'exit 0' TERM; sleep 3600 & wait $!"]
 
 
 def smi_uuids(kube, namespace, name):
@@ -133,7 +148,8 @@ def test_the_node_publishes_exactly_its_gpus_and_the_device_plugin_left(dra_node
     # endpoint grace period, five minutes; requests are served by DRA meanwhile: see below)
 
 
-def test_claims_select_gpus_by_attribute_and_pods_see_exactly_theirs(dra_node, namespace):
+def test_claims_select_gpus_by_attribute_and_pods_see_exactly_theirs(dra_node, claims_ns):
+    namespace = claims_ns
     kube = dra_node
     devices = slice_devices(kube)
     kube.apply(
@@ -161,9 +177,10 @@ def test_claims_select_gpus_by_attribute_and_pods_see_exactly_theirs(dra_node, n
     assert "cannot allocate all claims" in pending["message"], pending["message"]
 
 
-def test_a_plain_nvidia_gpu_request_is_served_by_dra(dra_node, namespace):
+def test_a_plain_nvidia_gpu_request_is_served_by_dra(dra_node, claims_ns):
     """A pod asking for nvidia.com/gpu on the DRA node (no claim of its own): the scheduler makes a
     claim through the DeviceClass's extendedResourceName; the pod sees exactly those GPUs."""
+    namespace = claims_ns
     kube = dra_node
     devices = slice_devices(kube)
     run_pod(kube, namespace, "plain", {
@@ -226,14 +243,16 @@ def test_the_role_refuses_a_gpu_allocation_it_does_not_know(lab_only):
     res = playbook("site.yml", "--limit", NODE, "--tags", "labels", *extra(gpu_allocation="mps"), check=False)
     assert res.returncode != 0
     said = " ".join(res.stdout.split())
-    assert f"{NODE}: gpu_allocation is 'mps': set it to device-plugin or dra" in said, res.stdout[-3000:]
+    # (the first role whose arguments name it refuses it, before any stage changes anything)
+    assert re.search(r"value of gpu_allocation must be one of: device-plugin, dra, got: mps|"
+                     rf"{NODE}: gpu_allocation is 'mps': set it to device-plugin or dra", said), res.stdout[-3000:]
 
 
 def test_back_to_the_device_plugin_and_the_driver_removed(dra_node):
     """The switch back (last): the device plugin serves the node again, NVIDIA's runtime is its
     default again, and dra_driver_state: absent leaves none of the DRA driver's objects."""
     kube = dra_node
-    switch_back()
+    switch_back(kube)
     for kind, name in DRA_OBJECTS:
         assert kube.run("get", kind, name, check=False).returncode != 0, (kind, name)
     assert kube.run("-n", NS, "get", "daemonset", "dra-driver-nvidia-gpu-kubelet-plugin",
