@@ -15,6 +15,7 @@ __metaclass__ = type
 
 from ansible_collections.gpuops.nvidia.plugins.module_utils.gpu import compat
 from ansible_collections.gpuops.nvidia.plugins.module_utils.report import findings as fnd
+from ansible_collections.gpuops.nvidia.plugins.module_utils.runtime import detect
 
 SOURCES = ("distro", "cuda_repo")
 
@@ -375,13 +376,14 @@ def gpu_list(nvml_gpus: list, pci_gpus: list) -> list:
 DRA_MIN_BRANCH = 565
 DRA_RUNTIMES = {"containerd": ((1, 7), "containerd 1.7 (with CDI enabled) or 2.x"),
                 "crio": ((1, 27), "CRI-O 1.27 or newer")}
-DRA_RUNTIME_NAMES = {"containerd": "containerd", "crio": "CRI-O", "docker": "Docker"}
 DRA_KEEP = "or keep this node on the device plugin (gpu_allocation: device-plugin)"
 
 
-def _version_tuple(text) -> tuple | None:
-    numbers = re.findall(r"\d+", str(text or ""))
-    return tuple(int(n) for n in numbers[:3]) if numbers else None
+def _branch_of(version) -> int | None:
+    try:
+        return compat.parse_branch(version) if version else None
+    except ValueError:
+        return None
 
 
 def check_dra(dra: dict, branch: int | None, loaded: str | None, findings: list) -> None:
@@ -399,23 +401,23 @@ def check_dra(dra: dict, branch: int | None, loaded: str | None, findings: list)
         findings.append(_finding(
             "dra_runtime_no_cdi", "error",
             "%s cannot hand the kubelet's CDI devices to containers, which NVIDIA's DRA driver requires"
-            % DRA_RUNTIME_NAMES.get(name, name),
+            % detect.NAMES.get(name, name),
             "run the kubelet on containerd 1.7 or 2.x, or on CRI-O 1.27 or newer, " + DRA_KEEP))
     else:
         minimum, wanted = DRA_RUNTIMES[name]
-        have = _version_tuple(version)
+        have = detect.parse_version(version)
         if have is None:
             findings.append(_finding(
                 "dra_runtime_version_unknown", "warning",
-                "the version of %s is unknown; NVIDIA's DRA driver needs %s" % (DRA_RUNTIME_NAMES[name], wanted),
+                "the version of %s is unknown; NVIDIA's DRA driver needs %s" % (detect.NAMES[name], wanted),
                 "check `%s --version`" % ("containerd" if name == "containerd" else "crio")))
         elif have[:2] < minimum:
             findings.append(_finding(
                 "dra_runtime_no_cdi", "error",
                 "%s %s cannot inject devices through CDI, which NVIDIA's DRA driver requires (%s)"
-                % (DRA_RUNTIME_NAMES[name], version, wanted),
+                % (detect.NAMES[name], version, wanted),
                 "upgrade the runtime (Debian 13's containerd is 1.7; containerd 2.x), " + DRA_KEEP))
-    loaded_major = (_version_tuple(loaded) or (None,))[0]
+    loaded_major = _branch_of(loaded)
     if (loaded_major is not None and loaded_major < DRA_MIN_BRANCH and (branch is None or branch < DRA_MIN_BRANCH)) \
             or (loaded_major is None and branch is not None and branch < DRA_MIN_BRANCH):
         what = ("the loaded driver %s" % loaded) if loaded_major is not None else ("driver branch %s" % branch)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 
+from ansible_collections.gpuops.nvidia.plugins.module_utils.gpu.model import normalize_bus_id
 from ansible_collections.gpuops.nvidia.plugins.module_utils.k8s import objects as k8s_objects
 
 __metaclass__ = type
@@ -30,8 +31,10 @@ def _live(info: dict) -> list:
 
 def _bus_id(text) -> str:
     """A PCI address as sysfs writes it (NVML's has an 8-digit domain): 0000:1b:00.0."""
-    text = str(text or "").lower()
-    return text[-12:] if len(text) > 12 else text
+    try:
+        return normalize_bus_id(str(text))[4:]
+    except (ValueError, IndexError):
+        return str(text or "").lower()
 
 
 def _bus_mismatch(pci_gpus: list, gpus: list) -> str:

@@ -189,24 +189,8 @@ class Writer:
             os.chmod(full, mode)
         self.entries[rel] = {"kind": "node", "major": major, "minor": minor}
 
-    def text(self, rel, content):
-        self._parent(rel)
-        full = self.path(rel)
-        try:
-            with open(full, encoding="ascii") as handle:
-                same = handle.read() == content
-        except (FileNotFoundError, IsADirectoryError):
-            same = False
-        if not same:
-            if os.path.islink(full):
-                os.unlink(full)
-            with open(full + ".tmp", "w", encoding="ascii") as handle:
-                handle.write(content)
-            os.replace(full + ".tmp", full)
-        self.entries[rel] = {"kind": "text", "content": content}
-
-    def data(self, rel, content):
-        """A binary file (a PCI device's config space); recorded by its hex content."""
+    def _write(self, rel, content):
+        """REL holds exactly the bytes CONTENT afterwards (written anew, atomically, only when not)."""
         self._parent(rel)
         full = self.path(rel)
         try:
@@ -220,6 +204,14 @@ class Writer:
             with open(full + ".tmp", "wb") as handle:
                 handle.write(content)
             os.replace(full + ".tmp", full)
+
+    def text(self, rel, content):
+        self._write(rel, content.encode("ascii"))
+        self.entries[rel] = {"kind": "text", "content": content}
+
+    def data(self, rel, content):
+        """A binary file (a PCI device's config space); recorded by its hex content."""
+        self._write(rel, content)
         self.entries[rel] = {"kind": "data", "hex": content.hex()}
 
     def lines(self, rel, lines, rewrite=False):
