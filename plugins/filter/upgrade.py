@@ -6,6 +6,8 @@
 - ``upgrade_play_plan(node_objects, target, hosts, node_names, preflight, canary, phase, groups,
   max_unavailable, max_parallel, retry_failed)``: the waves of the playbook's play (its canary setting,
   a count or an inventory group, resolved to node names).
+- ``allocation_play_plan(node_objects, hosts, node_names, allocations, max_unavailable, max_parallel,
+  retry_failed)``: the waves of a GPU allocation switch (playbooks/allocation.yml).
 - ``upgrade_plan_lines(plan, policy)``: the plan as the playbook shows it.
 - ``upgrade_tainted(node_objects, key)``: the nodes carrying a taint with this key.
 - ``upgrade_order(plan)``: [[group, node]] in the order the playbook upgrades them.
@@ -33,6 +35,16 @@ def _play_plan(node_objects, target, hosts, node_names, preflight=None, canary=1
         raise AnsibleFilterError(str(exc))
 
 
+def _allocation_play_plan(node_objects, hosts, node_names, allocations, max_unavailable="25%", max_parallel=1,
+                          retry_failed=False):
+    try:
+        return upgrade_plan.allocation_play_plan(node_objects, hosts, node_names, allocations,
+                                                 max_unavailable=max_unavailable, max_parallel=max_parallel,
+                                                 retry_failed=retry_failed)
+    except upgrade_plan.PlanError as exc:
+        raise AnsibleFilterError(str(exc))
+
+
 # the release whose playbooks no longer take the names before gpuops_ (upgrade_*, audit_*)
 RENAMED_UNTIL = "0.3.0"
 
@@ -53,6 +65,7 @@ class FilterModule:
     def filters(self):
         return {
             "upgrade_play_plan": _play_plan,
+            "allocation_play_plan": _allocation_play_plan,
             "upgrade_plan_lines": upgrade_plan.lines,
             "upgrade_tainted": upgrade_plan.tainted,
             "upgrade_order": upgrade_plan.order,

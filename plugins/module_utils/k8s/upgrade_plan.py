@@ -71,7 +71,8 @@ def node_view(node: dict, target: str | None) -> dict:
         "state": state,
         "skip": labels.get(SKIP_LABEL) == "true",
         "available": bool(node.get("ready", True)) and not node.get("unschedulable"),
-        "at_target": at_target(node.get("driver"), target),
+        # (a plan of another maintenance says itself whether the node is where it should be)
+        "at_target": node["at_target"] if "at_target" in node else at_target(node.get("driver"), target),
     }
 
 
@@ -190,8 +191,11 @@ def play_plan(node_objects: list, target: str | None, hosts: list, node_names: l
 def lines(plan_result: dict, policy: dict | None = None) -> list:
     """The plan as the playbook shows it: the target and slots, the nodes resumed, the canary's and
     the rest's waves, the nodes left out and why, then what each node goes through (steps(policy))."""
-    out = ["target driver %s; %d GPU node(s), max_unavailable %d, %d at once"
-           % (plan_result["target"], plan_result["total"], plan_result["max_unavailable"], plan_result["slots"])]
+    out = ["%s; %d GPU node(s), max_unavailable %d, %d at once"
+           % (plan_result.get("title") or "target driver %s" % plan_result["target"], plan_result["total"],
+              plan_result["max_unavailable"], plan_result["slots"])]
+    out += ["switch %s: %s -> %s" % (name, change[0], change[1])
+            for name, change in sorted((plan_result.get("changes") or {}).items())]
     if plan_result["resume"]:
         out.append("resume (left midway by an earlier run): " + ", ".join(plan_result["resume"]))
     out += ["canary: " + ", ".join(wave) for wave in plan_result["canary"]]
@@ -216,12 +220,63 @@ def steps(policy: dict) -> list:
     if policy.get("drain"):
         out.append(("drain-required", "drain the node, PodDisruptionBudgets respected (retried while they "
                                       "refuse), pods labelled %s=true kept" % DRAIN_SKIP_LABEL))
-    out.append(("pod-restart-required", "upgrade the driver, then %s" % (
+    out.append(("pod-restart-required", policy.get("action") or "upgrade the driver, then %s" % (
         "reboot the node" if policy.get("reboot") else "reload its kernel modules")))
     out.append(("validation-required", "validate the node (driver, toolkit, a CUDA workload, allocatable GPUs)"))
     out.append(("uncordon-required", "uncordon the node"))
     out.append((STATES[-1], "done"))
     return out
+
+
+# ---- the GPU allocation switch (playbooks/allocation.yml), through the same node machinery ---
+
+# the node labels that deploy each allocator on a node (the node_labels role writes them)
+ALLOCATION_LABELS = {"device-plugin": "nvidia.com/gpu.deploy.device-plugin",
+                     "dra": "nvidia.com/gpu.deploy.dra-driver"}
+
+
+def allocation_of(labels: dict | None) -> str:
+    """The allocator a node's labels deploy: device-plugin, dra, both or none."""
+    found = [mode for mode, label in sorted(ALLOCATION_LABELS.items()) if (labels or {}).get(label) == "true"]
+    return found[0] if len(found) == 1 else ("both" if found else "none")
+
+
+def allocation_play_plan(node_objects: list, hosts: list, node_names: list, allocations: list,
+                         max_unavailable="25%", max_parallel: int = 1, retry_failed: bool = False) -> dict:
+    """The waves of a GPU allocation switch: the play's nodes whose labels deploy another allocator
+    than their host's gpu_allocation (``allocations``, in the order of ``hosts``) go out of service
+    through the upgrade's states, never more than max_unavailable GPU nodes at once (nodes
+    unavailable for other reasons counted), no canary. plan()'s result with title, changes ({node:
+    [now, wanted]} of the nodes it switches) and the problems of this kind of run added: an unknown
+    gpu_allocation, and a node midway through another maintenance (its allocation already as
+    asked: a driver upgrade a run left midway, which the upgrade playbook must finish)."""
+    inputs = play_inputs(hosts, node_names, canary=0)
+    if len(allocations) != len(hosts):
+        raise PlanError("%d host(s) but %d gpu_allocation value(s)" % (len(hosts), len(allocations)))
+    wanted = dict(zip(inputs["members"], [str(a) for a in allocations]))
+    unknown = sorted("%s (%s)" % (name, mode) for name, mode in wanted.items() if mode not in ALLOCATION_LABELS)
+    if unknown:
+        raise PlanError("gpu_allocation must be device-plugin or dra; %s: set it to one of them" % ", ".join(unknown))
+    nodes = from_node_objects(node_objects)
+    now = {}
+    for node in nodes:
+        now[node["name"]] = allocation_of(node["labels"])
+        node["at_target"] = now[node["name"]] == wanted.get(node["name"])
+    result = plan(nodes, None, max_unavailable=max_unavailable, max_parallel=max_parallel, canary=0,
+                  retry_failed=retry_failed, members=inputs["members"])
+    # (a failed switch is retried with this playbook's variable)
+    result["problems"] = [p.replace("gpuops_upgrade_retry_failed", "gpuops_allocation_retry_failed")
+                          for p in result["problems"]]
+    elsewhere = sorted(name for name in result["resume"] if now.get(name) == wanted.get(name))
+    if elsewhere:
+        result["problems"].append(
+            "node(s) %s are midway through another maintenance (label %s), with their GPU allocation already as "
+            "asked: finish it with the playbook that started it (gpuops.nvidia.upgrade), then switch"
+            % (", ".join(elsewhere), STATE_LABEL))
+    moving = result["resume"] + [name for wave in result["waves"] for name in wave]
+    result["changes"] = {name: [now.get(name, "none"), wanted[name]] for name in moving if name in wanted}
+    result["title"] = "GPU allocation switch"
+    return result
 
 
 def simulate(plan_result: dict, minutes_per_node: float = 1.0, canary_hold: float = 0.0) -> dict:

@@ -51,6 +51,41 @@ def refused_evictions(kube):
                and 'code="429"' in line)
 
 
+def guarded_workload(namespace, name):
+    """A workload (deployment "guarded", one replica) on node ``name`` and its PodDisruptionBudget,
+    which refuses the eviction of its one pod."""
+    labels = {"app": "guarded"}
+    return [{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "guarded", "namespace": namespace},
+             "spec": {"replicas": 1, "selector": {"matchLabels": labels},
+                      "template": {"metadata": {"labels": labels},
+                                   "spec": {"nodeSelector": {"kubernetes.io/hostname": name},
+                                            "terminationGracePeriodSeconds": 1,
+                                            "containers": [{"name": "sleep", "image": "localhost/gpuops-lab/toolbox:1",
+                                                            "imagePullPolicy": "Never",
+                                                            "command": ["sleep", "100000"]}]}}}},
+            {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": "guarded", "namespace": namespace},
+             "spec": {"minAvailable": 1, "selector": {"matchLabels": labels}}}]
+
+
+def allow_eviction_once_refused(kube, name, namespace, errors, timeout=1500):
+    """While node ``name`` drains, the PodDisruptionBudget of the deployment "guarded" refuses its
+    eviction; once the API server counted a refusal, the workload gets a second replica elsewhere
+    (its nodeSelector removed), so the budget allows it. (A helper thread: failures go to errors.)"""
+    try:
+        kube.wait(lambda: node(kube, name)["metadata"]["labels"].get(STATE) == "drain-required", timeout=timeout,
+                  interval=1, what=f"{name} to drain")
+        # the drain asks again every driver_upgrade_drain_delay seconds while the budget refuses
+        refused = refused_evictions(kube)
+        kube.wait(lambda: refused_evictions(kube) > refused, timeout=60,
+                  what=f"the budget to refuse an eviction from the draining {name} (the API server's count of "
+                       "HTTP 429 evictions)")
+        kube.run("patch", "deployment", "guarded", "-n", namespace, "--type=json", "-p",
+                 json.dumps([{"op": "remove", "path": "/spec/template/spec/nodeSelector"},
+                             {"op": "replace", "path": "/spec/replicas", "value": 2}]))
+    except AssertionError as exc:
+        errors.append(exc)
+
+
 def shape(kube, name):
     """What the upgrade could change on a Node (its status moves with every kubelet heartbeat)."""
     item = node(kube, name)
@@ -123,17 +158,7 @@ def test_the_upgrade_moves_both_nodes_through_the_operators_states(upgrade_lab):
     kube = upgrade_lab
     ns = "gpuops-upgrade-test"
     kube.run("create", "namespace", ns, check=False)
-    labels = {"app": "guarded"}
-    kube.apply({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "guarded", "namespace": ns},
-                "spec": {"replicas": 1, "selector": {"matchLabels": labels},
-                         "template": {"metadata": {"labels": labels},
-                                      "spec": {"nodeSelector": {"kubernetes.io/hostname": L40S},
-                                               "terminationGracePeriodSeconds": 1,
-                                               "containers": [{"name": "sleep", "image": "localhost/gpuops-lab/toolbox:1",
-                                                               "imagePullPolicy": "Never",
-                                                               "command": ["sleep", "100000"]}]}}}},
-               {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": "guarded", "namespace": ns},
-                "spec": {"minAvailable": 1, "selector": {"matchLabels": labels}}},
+    kube.apply(*guarded_workload(ns, L40S),
                {"apiVersion": "v1", "kind": "Pod",
                 "metadata": {"name": "keep-me", "namespace": ns,
                              "labels": {"nvidia.com/gpu-driver-upgrade-drain.skip": "true"}},
@@ -146,26 +171,10 @@ def test_the_upgrade_moves_both_nodes_through_the_operators_states(upgrade_lab):
 
     helper_errors = []
 
-    def allow_eviction_later():
-        # while the L40S drains, the budget refuses; then the workload gets a replica on the H100
-        try:
-            kube.wait(lambda: node(kube, L40S)["metadata"]["labels"].get(STATE) == "drain-required", timeout=1500,
-                      interval=2, what="the L40S to drain")
-            # the drain asks again every driver_upgrade_drain_delay seconds while the budget refuses
-            refused = refused_evictions(kube)
-            kube.wait(lambda: refused_evictions(kube) > refused, timeout=60,
-                      what="the budget to refuse an eviction from the draining L40S (the API server's count of "
-                           "HTTP 429 evictions)")
-            kube.run("patch", "deployment", "guarded", "-n", ns, "--type=json", "-p",
-                     json.dumps([{"op": "remove", "path": "/spec/template/spec/nodeSelector"},
-                                 {"op": "replace", "path": "/spec/replicas", "value": 2}]))
-        except AssertionError as exc:
-            helper_errors.append(exc)
-
     # the earlier test left the H100 upgrade-failed; as if a run had then been killed while it drained
     # it, the node says drain-required: this run resumes it first, without being told to retry
     kube.run("label", "node", H100, f"{STATE}=drain-required", "--overwrite")
-    helper = threading.Thread(target=allow_eviction_later, daemon=True)
+    helper = threading.Thread(target=allow_eviction_once_refused, args=(kube, L40S, ns, helper_errors), daemon=True)
     helper.start()
     with fleet.NodeWatch(kube.kubeconfig) as watch:
         # no canary this time (the failed run had one: its taint goes too)

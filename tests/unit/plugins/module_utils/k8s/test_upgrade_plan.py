@@ -312,3 +312,73 @@ def test_the_plan_as_the_playbook_shows_it():
     plain = up.lines(up.plan([node("a"), node("b")], NEW, max_unavailable=1, canary=1))
     assert plain[:3] == ["target driver 580.95.05; 2 GPU node(s), max_unavailable 1, 1 at once", "canary: a", "wave: b"]
     assert plain[3] == "each node, as its label nvidia.com/gpu-driver-upgrade-state says:"
+
+
+# ---- the GPU allocation switch -----------------------------------------------------------------
+
+DP, DRA = "nvidia.com/gpu.deploy.device-plugin", "nvidia.com/gpu.deploy.dra-driver"
+
+
+def node_object(name, labels, ready=True, unschedulable=False):
+    return {"metadata": {"name": name, "labels": dict(labels, **{"nvidia.com/gpu.present": "true"})},
+            "spec": {"unschedulable": unschedulable},
+            "status": {"conditions": [{"type": "Ready", "status": "True" if ready else "False"}]}}
+
+
+@pytest.mark.parametrize("labels, expected", [
+    ({DP: "true"}, "device-plugin"), ({DRA: "true"}, "dra"), ({DP: "true", DRA: "true"}, "both"),
+    ({}, "none"), ({DP: "false", DRA: "true"}, "dra"), ({DP: "true", DRA: "paused-for-mig-change"}, "device-plugin"),
+])
+def test_a_nodes_allocator_is_read_from_its_deploy_labels(labels, expected):
+    assert up.allocation_of(labels) == expected
+
+
+def test_only_the_nodes_whose_allocator_changes_are_switched_in_waves_within_max_unavailable():
+    nodes = [node_object("a", {DP: "true"}), node_object("b", {DP: "true"}), node_object("c", {DRA: "true"}),
+             node_object("d", {DP: "true", DRA: "true"}), node_object("e", {DP: "true"})]
+    result = up.allocation_play_plan(nodes, ["ha", "hb", "hc", "hd", "he"], ["a", "b", "c", "d", "e"],
+                                     ["dra", "dra", "dra", "dra", "device-plugin"], max_unavailable=2, max_parallel=0)
+    assert result["problems"] == [] and result["canary"] == []
+    assert result["changes"] == {"a": ["device-plugin", "dra"], "b": ["device-plugin", "dra"], "d": ["both", "dra"]}
+    assert result["waves"] == [["a", "b"], ["d"]] and result["done"] == ["c", "e"]
+    lines = up.lines(result, {"drain": True, "action": "switch it"})
+    assert lines[0] == "GPU allocation switch; 5 GPU node(s), max_unavailable 2, 2 at once"
+    assert "switch a: device-plugin -> dra" in lines and "switch d: both -> dra" in lines
+    assert "wave: a, b" in lines and "done already: c, e" in lines
+    assert "  pod-restart-required: switch it" in lines
+
+
+def test_a_cordoned_node_takes_a_slot_and_an_admins_skip_label_is_respected():
+    nodes = [node_object("a", {DP: "true"}, unschedulable=True), node_object("b", {DP: "true"}),
+             node_object("c", {DP: "true", up.SKIP_LABEL: "true"})]
+    result = up.allocation_play_plan(nodes, ["a", "b", "c"], ["a", "b", "c"], ["dra"] * 3, max_unavailable=1)
+    # a (cordoned by someone) is out of service already: it goes first without taking the one slot
+    assert result["unavailable"] == ["a"] and result["skipped"] == ["c"] and "c" not in result["changes"]
+    assert result["problems"] and "no node can be taken out of service" in result["problems"][0]
+
+
+def test_a_switch_left_midway_is_resumed_and_a_failed_one_waits_to_be_retried():
+    nodes = [node_object("a", {DP: "true", up.STATE_LABEL: "drain-required"}, unschedulable=True),
+             node_object("b", {DRA: "true", up.STATE_LABEL: "upgrade-failed"}, unschedulable=True)]
+    result = up.allocation_play_plan(nodes, ["a", "b"], ["a", "b"], ["dra", "dra"], max_unavailable=2)
+    assert result["resume"] == ["a"] and result["changes"]["a"] == ["device-plugin", "dra"]
+    assert "gpuops_allocation_retry_failed: true" in result["problems"][0] and "b" in result["problems"][0]
+    retried = up.allocation_play_plan(nodes, ["a", "b"], ["a", "b"], ["dra", "dra"], max_unavailable=2,
+                                      retry_failed=True)
+    # (b's labels already say dra: the failed switch is taken again, to validate and uncordon it)
+    assert retried["problems"] == [] and retried["changes"]["b"] == ["dra", "dra"]
+
+
+def test_a_node_midway_through_a_driver_upgrade_is_not_taken_by_a_switch():
+    nodes = [node_object("a", {DRA: "true", up.STATE_LABEL: "pod-restart-required"}, unschedulable=True)]
+    result = up.allocation_play_plan(nodes, ["a"], ["a"], ["dra"])
+    assert "midway through another maintenance" in result["problems"][0] and "gpuops.nvidia.upgrade" in result["problems"][0]
+
+
+@pytest.mark.parametrize("allocations, match", [
+    (["mps"], r"gpu_allocation must be device-plugin or dra; a \(mps\)"),
+    (["dra", "dra"], "1 host"),
+])
+def test_a_bad_gpu_allocation_is_refused_before_any_plan(allocations, match):
+    with pytest.raises(up.PlanError, match=match):
+        up.allocation_play_plan([node_object("a", {DP: "true"})], ["a"], ["a"], allocations)
