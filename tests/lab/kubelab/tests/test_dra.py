@@ -18,6 +18,7 @@ import pytest
 
 import synthetic_fleet as fleet
 from labfacts import H100_UUIDS
+from test_mig_in_cluster import LabelWatch
 from test_roles import extra, playbook
 from test_upgrade import allow_eviction_once_refused, guarded_workload
 
@@ -294,6 +295,59 @@ def test_the_role_refuses_a_gpu_allocation_it_does_not_know(lab_only):
     # (the first role whose arguments name it refuses it, before any stage changes anything)
     assert re.search(r"value of gpu_allocation must be one of: device-plugin, dra, got: mps|"
                      rf"{NODE}: gpu_allocation is 'mps': set it to device-plugin or dra", said), res.stdout[-3000:]
+
+
+def mig_layout(kube, layout, check=True):
+    """The site's MIG stage on the DRA node, its layout chosen by the node's label."""
+    kube.run("label", "node", NODE, f"nvidia.com/mig.config={layout}", "--overwrite")
+    return playbook("site.yml", "--tags", "mig", "--limit", NODE,
+                    *extra(gpuops_mig_follow_label=True, gpu_allocation="dra"), check=check)
+
+
+def test_a_mig_layout_is_published_as_mig_devices_and_the_whole_gpus_come_back(dra_node):
+    """A MIG change on the DRA node pauses the DRA kubelet plugin with the other operands and restores
+    it, so the node's ResourceSlices list exactly the MIG devices NVML lists (nvidia-smi -L on the
+    node), each with its profile, parent and the memory slices of NVIDIA's placement table; with MIG
+    off again, the eight whole GPUs. (A claim of a MIG device cannot start a pod in the lab: the
+    driver's CDI edits for it read /proc/driver/nvidia/capabilities, which a container's procfs has
+    not.)"""
+    kube = dra_node
+    deploy = "nvidia.com/gpu.deploy.dra-driver"
+    try:
+        with LabelWatch(kube, [deploy]) as watch:
+            mig_layout(kube, "all-3g.40gb")
+        assert watch.seen[deploy] == ["true", "paused-for-mig-change", "true"], watch.seen
+        listed = kube.node_exec(NODE, "nvidia-smi -L").stdout
+        parents, nvml = None, {}
+        for line in listed.splitlines():
+            gpu = re.match(r"^GPU \d+: .+ \(UUID: (GPU-[^)]+)\)$", line)
+            mig = re.match(r"^\s+MIG (\S+)\s+Device\s+\d+: \(UUID: (MIG-[^)]+)\)$", line)
+            parents = gpu.group(1) if gpu else parents
+            if mig:
+                nvml[mig.group(2)] = (mig.group(1), parents)
+        assert len(nvml) == 16, listed
+
+        def published():
+            devices = slice_devices(kube)
+            migs = {attr(d, "uuid"): d for d in devices.values() if attr(d, "type") == "mig"}
+            return migs if sorted(migs) == sorted(nvml) and len(devices) == len(nvml) else None
+        migs = kube.wait(published, timeout=180, what="the node's ResourceSlices to list the MIG devices nvidia-smi lists")
+        slices = {}
+        for uuid, device in migs.items():
+            assert (attr(device, "profile"), attr(device, "parentUUID")) == nvml[uuid], device
+            assert attr(device, "productName") == "NVIDIA H100 80GB HBM3"
+            slices.setdefault(attr(device, "parentUUID"), []).append(
+                sorted(int(k[len("memorySlice"):]) for k in device["capacity"] if k.startswith("memorySlice")))
+        # NVIDIA's placements of 3g.40gb on an H100 80GB: starts 0 and 4, four memory slices each
+        assert sorted(slices) == sorted(H100_UUIDS)
+        assert all(sorted(ranges) == [[0, 1, 2, 3], [4, 5, 6, 7]] for ranges in slices.values()), slices
+    finally:
+        mig_layout(kube, "all-disabled", check=False)
+        kube.wait(lambda: sorted(attr(d, "uuid") for d in slice_devices(kube).values()) == sorted(H100_UUIDS),
+                  timeout=180, what="the eight whole GPUs in the node's ResourceSlices again")
+        # (the MIG role's boot unit gone, its labels too)
+        playbook("site.yml", "--tags", "mig", "--limit", NODE, *extra(mig_state="absent", mig_cluster=False), check=False)
+        kube.run("label", "node", NODE, "nvidia.com/mig.config-", "nvidia.com/mig.config.state-", check=False)
 
 
 def test_back_to_the_device_plugin_and_the_driver_removed(dra_node):
