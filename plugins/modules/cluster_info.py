@@ -13,8 +13,8 @@ module: cluster_info
 short_description: Read the cluster's nodes and the operands' DaemonSets and pods in one call
 version_added: 0.4.0
 description:
-  - Lists the nodes (all, or those matching O(node_selector)), and the DaemonSets and pods of the
-    operands' namespace, over one connection to the API server - what the drift audit compares
+  - Lists the nodes (all, or those matching O(node_selector)), the DaemonSets and pods of the
+    operands' namespace, and the ResourceSlices of NVIDIA's DRA driver, over one connection to the API server - what the drift audit compares
     each GPU node's labels and operand images with, read once for the fleet instead of one
     C(kubernetes.core.k8s_info) call per kind.
   - The objects are returned as the API server returns them (as C(kubernetes.core.k8s_info)
@@ -63,11 +63,19 @@ pods:
   returned: always
   type: list
   elements: dict
+resource_slices:
+  description:
+    - The ResourceSlices of NVIDIA's DRA driver for GPUs (driver C(gpu.nvidia.com)); empty where the
+      API server does not serve C(resource.k8s.io/v1).
+  returned: always
+  type: list
+  elements: dict
 """
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
 from ansible_collections.gpuops.nvidia.plugins.module_utils.k8s import api as kube_api
+from ansible_collections.gpuops.nvidia.plugins.module_utils.k8s import node_checks
 
 
 def main():
@@ -84,7 +92,8 @@ def main():
     try:
         kube = kube_api.Kube(kube_api.connect(params))
         result = dict(changed=False, nodes=kube.nodes(params["node_selector"]),
-                      daemonsets=kube.daemonsets(params["namespace"]), pods=kube.pods(None, params["namespace"]))
+                      daemonsets=kube.daemonsets(params["namespace"]), pods=kube.pods(None, params["namespace"]),
+                      resource_slices=kube.resource_slices(node_checks.DRA_DRIVER))
     except kube_api.KubeError as exc:
         module.fail_json(msg="cannot read the cluster: %s" % exc)
     module.exit_json(**result)

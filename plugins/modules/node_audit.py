@@ -123,6 +123,15 @@ expected:
   returned: always
   type: dict
   sample: {driver: 580.95.05, toolkit: null}
+devices:
+  description:
+    - The GPUs and MIG devices NVML lists as NVIDIA's DRA driver publishes them (a GPU in MIG mode by
+      its MIG devices) - C(uuid), C(type) (C(gpu) or C(mig)), C(what). Empty without NVML.
+    - The drift audit compares them with a DRA node's ResourceSlices.
+  returned: always
+  type: list
+  elements: dict
+  sample: [{uuid: GPU-5b664595-2565-157e-c347-d4a5b72f7928, type: gpu, what: "GPU 0 (GPU-5b664595-2565-157e-c347-d4a5b72f7928)"}]
 facts:
   description: What the fleet view groups nodes by - driver, toolkit, runtime, kernel, gpu_models, mig_layout.
   returned: always

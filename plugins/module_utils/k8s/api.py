@@ -166,6 +166,18 @@ class Kube:
         return self._json("list pods" + where, self.core.list_pod_for_all_namespaces,
                           field_selector=field, label_selector=label_selector)["items"]
 
+    def resource_slices(self, driver: str = "") -> list:
+        """The cluster's ResourceSlices (resource.k8s.io/v1) of ``driver`` (empty: every driver);
+        none where the API server does not serve resource.k8s.io/v1."""
+        selector = "spec.driver=%s" % driver if driver else ""
+        try:
+            return self._json("list resourceslices", k8s_client.CustomObjectsApi(self.core.api_client).list_cluster_custom_object,
+                              "resource.k8s.io", "v1", "resourceslices", field_selector=selector)["items"]
+        except KubeError as exc:
+            if exc.status == 404:
+                return []
+            raise
+
     def daemonsets(self, namespace: str) -> list:
         return self._json("list daemonsets in %s" % namespace, self.apps.list_namespaced_daemon_set,
                           namespace)["items"]

@@ -179,17 +179,24 @@ def dra_slice_devices(slices: list, node: str) -> list:
     return out
 
 
-def dra_slice_problems(info: dict, devices: list) -> list:
-    """A DRA node's ResourceSlices (dra_slice_devices) against the GPUs and MIG devices gpu_info
-    reads from NVML: UUID for UUID, each device of the right type."""
-    want = {}
+def nvml_devices(info: dict) -> list:
+    """The devices NVIDIA's DRA driver publishes for the GPUs gpu_info read from NVML: a GPU in MIG
+    mode by its MIG devices, any other by itself. [{uuid, type (gpu or mig), what}]."""
+    out = []
     for gpu in _live(info):
         mig = gpu.get("mig") or {}
         if mig.get("current") and mig.get("devices"):
-            for dev in mig["devices"]:
-                want[dev.get("uuid")] = ("mig", f"MIG device {dev.get('uuid')} of GPU {gpu.get('index')}")
+            out += [{"uuid": dev.get("uuid"), "type": "mig", "what": f"MIG device {dev.get('uuid')} of GPU {gpu.get('index')}"}
+                    for dev in mig["devices"]]
         else:
-            want[gpu.get("uuid")] = ("gpu", f"GPU {gpu.get('index')} ({gpu.get('uuid')})")
+            out.append({"uuid": gpu.get("uuid"), "type": "gpu", "what": f"GPU {gpu.get('index')} ({gpu.get('uuid')})"})
+    return out
+
+
+def dra_slice_problems(info: dict, devices: list, nvml: list | None = None) -> list:
+    """A DRA node's ResourceSlices (dra_slice_devices) against the GPUs and MIG devices gpu_info
+    reads from NVML (or ``nvml``, nvml_devices() of them): UUID for UUID, each device of the right type."""
+    want = {d.get("uuid"): (d.get("type"), d.get("what")) for d in (nvml if nvml is not None else nvml_devices(info))}
     have = {d.get("uuid"): d for d in devices or []}
     problems = [f"{what} is in NVML but in no ResourceSlice of {DRA_DRIVER}"
                 for uuid, (_kind, what) in sorted(want.items()) if uuid not in have]

@@ -19,6 +19,8 @@ __metaclass__ = type
 import math
 import re
 
+from ansible_collections.gpuops.nvidia.plugins.module_utils.report import drift
+
 STATE_LABEL = "nvidia.com/gpu-driver-upgrade-state"
 SKIP_LABEL = "nvidia.com/gpu-driver-upgrade.skip"
 DRAIN_SKIP_LABEL = "nvidia.com/gpu-driver-upgrade-drain.skip"
@@ -231,8 +233,7 @@ def steps(policy: dict) -> list:
 # ---- the GPU allocation switch (playbooks/allocation.yml), through the same node machinery ---
 
 # the node labels that deploy each allocator on a node (the node_labels role writes them)
-ALLOCATION_LABELS = {"device-plugin": "nvidia.com/gpu.deploy.device-plugin",
-                     "dra": "nvidia.com/gpu.deploy.dra-driver"}
+ALLOCATION_LABELS = dict(drift.ALLOCATORS)
 
 
 def allocation_of(labels: dict | None) -> str:

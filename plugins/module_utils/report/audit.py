@@ -21,6 +21,7 @@ from ansible_collections.gpuops.nvidia.plugins.module_utils.host import driver_s
 from ansible_collections.gpuops.nvidia.plugins.module_utils.host import files
 from ansible_collections.gpuops.nvidia.plugins.module_utils.host import kernel
 from ansible_collections.gpuops.nvidia.plugins.module_utils.host import records
+from ansible_collections.gpuops.nvidia.plugins.module_utils.k8s import node_checks
 from ansible_collections.gpuops.nvidia.plugins.module_utils.nvml import adapter as nvml
 from ansible_collections.gpuops.nvidia.plugins.module_utils.report import drift
 from ansible_collections.gpuops.nvidia.plugins.module_utils.report import gpu_facts
@@ -204,4 +205,6 @@ def audit(module, params: dict) -> dict:
         items += found
         facts.update(gpu_facts_found)
     return {"changed": False, "items": items, "drifted": any(not i["ok"] for i in items), "facts": facts,
-            "expected": expected(params)}
+            "expected": expected(params),
+            # (what a DRA node's ResourceSlices must list: the audit's cluster part compares them)
+            "devices": node_checks.nvml_devices(info) if info is not None else []}

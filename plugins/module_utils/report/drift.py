@@ -26,6 +26,8 @@ try:
 except ImportError:
     _tomlkit = None
 
+from ansible_collections.gpuops.nvidia.plugins.module_utils.k8s import node_checks
+
 # the facts the fleet view groups the nodes by
 FLEET_KEYS = ("driver", "toolkit", "runtime", "kernel", "gpu_models", "mig_layout", "device_plugin", "dcgm_exporter")
 # the facts on which a node differing from its peers is an outlier (not the hardware): peers are the
@@ -286,12 +288,23 @@ def allocation_item(allocation: str, have: dict) -> dict:
                 "a node is served by the device plugin or the DRA driver, never both")
 
 
+def dra_devices_item(node_name: str, slices: list, devices: list) -> dict:
+    """A DRA node's ResourceSlices against the devices NVML lists on it (node_audit's devices),
+    UUID for UUID: a GPU NVML sees and the slices do not list, or the reverse, is drift."""
+    problems = node_checks.dra_slice_problems({}, node_checks.dra_slice_devices(slices, node_name), nvml=devices)
+    return item("DRA devices", "the %d device(s) NVML lists" % len(devices or []),
+                "; ".join(problems) if problems else "the same %d device(s)" % len(devices or []), not problems,
+                "the DRA driver's kubelet plugin publishes what NVML showed when it started: restart its pod on the "
+                "node (after a MIG change outside the mig role, say); a GPU NVML lost is hardware (see the GPU items)")
+
+
 def cluster_items(node_name: str, nodes: list, pods: list, daemonsets: list, labels: dict,
-                  allocation: str | None = None) -> tuple:
+                  allocation: str | None = None, slices: list | None = None, devices: list | None = None) -> tuple:
     """(items, facts) of one node as the cluster sees it: the labels the collection sets with the
     values asked for, what allocates its GPUs against ``allocation`` (its gpu_allocation, when
-    given), and every operand pod on the node running its DaemonSet's current image (a pod left
-    on an old image is a rollout that did not reach the node)."""
+    given), on a DRA node its ResourceSlices against the ``devices`` NVML lists there (when the
+    node's part of the audit read them), and every operand pod on the node running its
+    DaemonSet's current image (a pod left on an old image is a rollout that did not reach the node)."""
     node = next((n for n in nodes or [] if (n.get("metadata") or {}).get("name") == node_name), None)
     if node is None:
         return [item("Kubernetes node", node_name, "not in the cluster", False,
@@ -303,6 +316,8 @@ def cluster_items(node_name: str, nodes: list, pods: list, daemonsets: list, lab
                         "run the labels stage (site.yml --tags labels)"))
     if allocation:
         out.append(allocation_item(allocation, have))
+    if allocation == "dra" and devices:
+        out.append(dra_devices_item(node_name, slices or [], devices))
     wanted = {}
     for ds in daemonsets or []:
         meta = ds.get("metadata") or {}

@@ -260,17 +260,21 @@ def test_a_plain_nvidia_gpu_request_is_served_by_dra(dra_node, claims_ns):
 
 
 def test_the_audit_compares_the_nodes_allocator_with_its_gpu_allocation(dra_node, tmp_path):
-    """The drift audit on the DRA node: asked dra, no drift in its allocation; asked device-plugin
+    """The drift audit on the DRA node: asked dra, no drift in its allocation and its ResourceSlices
+    list what NVML lists; asked device-plugin
     (the inventory changed, the node did not), the GPU allocation item is the drift, with its fix."""
     def allocation(value):
         report = tmp_path / f"audit-{value}.json"
         playbook("audit.yml", "--limit", NODE, *extra(gpu_allocation=value, gpuops_audit_report_path=str(report)),
                  check=False)
         node = {n["node"]: n for n in json.loads(report.read_text())["nodes"]}[NODE]
-        return next(i for i in node["items"] if i["item"] == "GPU allocation")
-    ok = allocation("dra")
+        return {i["item"]: i for i in node["items"]}
+    items = allocation("dra")
+    ok = items["GPU allocation"]
     assert (ok["expected"], ok["actual"], ok["ok"]) == ("dra", "dra", True)
-    drift = allocation("device-plugin")
+    # the node's ResourceSlices against what NVML lists on the node, UUID for UUID
+    assert (items["DRA devices"]["actual"], items["DRA devices"]["ok"]) == ("the same 8 device(s)", True)
+    drift = allocation("device-plugin")["GPU allocation"]
     assert (drift["expected"], drift["actual"], drift["ok"]) == ("device-plugin", "dra", False)
     assert "never both" in drift["fix"]
 

@@ -727,3 +727,14 @@ def test_dra_slices_list_the_mig_devices_of_a_gpu_in_mig_mode_and_not_a_lost_gpu
         "MIG device %s of GPU 0 is in NVML but in no ResourceSlice of gpu.nvidia.com" % mig_uuid(0, 1),
         "ResourceSlice device gpu-0 (%s) is not a device NVML lists" % uuid(0),
     ]
+
+
+def test_nvml_devices_are_what_the_dra_driver_publishes_and_the_comparison_takes_them():
+    gpus = [make_gpu(0, mig_devices=2), make_gpu(1), make_gpu(2, lost=True)]
+    listed = node_checks.nvml_devices(node_info(gpus))
+    assert [(d["uuid"], d["type"]) for d in listed] == [(mig_uuid(0, 0), "mig"), (mig_uuid(0, 1), "mig"), (uuid(1), "gpu")]
+    assert listed[2]["what"] == "GPU 1 (%s)" % uuid(1)
+    # the audit passes them as read on the node (no gpu_info there)
+    have = devices(("gpu-0-mig-1-0", "mig", mig_uuid(0, 0)), ("gpu-1", "gpu", uuid(1)))
+    assert node_checks.dra_slice_problems({}, have, nvml=listed) == [
+        "MIG device %s of GPU 0 is in NVML but in no ResourceSlice of gpu.nvidia.com" % mig_uuid(0, 1)]

@@ -164,3 +164,29 @@ def test_lines_name_the_node_the_item_and_the_fix():
     assert out[0] == "a  DRIFT 1: driver loaded"
     assert out[1] == "    driver loaded: expected 580.95.05, found 570.172.08; fix: reboot the node"
     assert out[2] == "b  no drift"
+
+
+def test_a_dra_nodes_slices_against_the_devices_nvml_lists_there():
+    nodes = [{"metadata": {"name": "gpu-a", "labels": {"nvidia.com/gpu.deploy.dra-driver": "true"}}}]
+    nvml = [{"uuid": "GPU-1", "type": "gpu", "what": "GPU 0 (GPU-1)"}, {"uuid": "GPU-2", "type": "gpu", "what": "GPU 1 (GPU-2)"}]
+
+    def slices(*uuids, node="gpu-a"):
+        return [{"spec": {"driver": "gpu.nvidia.com", "nodeName": node, "devices": [
+            {"name": "gpu-%d" % i, "attributes": {"type": {"string": "gpu"}, "uuid": {"string": u}}}
+            for i, u in enumerate(uuids)]}}]
+    same, _facts = drift.cluster_items("gpu-a", nodes, [], [], {}, "dra", slices=slices("GPU-2", "GPU-1"), devices=nvml)
+    assert [(i["item"], i["actual"], i["ok"]) for i in same] == [
+        ("GPU allocation", "dra", True), ("DRA devices", "the same 2 device(s)", True)]
+    # a GPU NVML sees that the slice does not list, and one only the slice lists (another node's slice ignored)
+    drifted, _facts = drift.cluster_items("gpu-a", nodes, [], [], {}, "dra",
+                                          slices=slices("GPU-1", "GPU-9") + slices("GPU-2", node="gpu-b"), devices=nvml)
+    item = drifted[1]
+    assert item["item"] == "DRA devices" and not item["ok"] and item["expected"] == "the 2 device(s) NVML lists"
+    assert item["actual"] == ("GPU 1 (GPU-2) is in NVML but in no ResourceSlice of gpu.nvidia.com; "
+                              "ResourceSlice device gpu-1 (GPU-9) is not a device NVML lists")
+    assert "restart its pod" in item["fix"]
+    # a device plugin node, or a node whose NVML the audit could not read: no such item
+    assert [i["item"] for i in drift.cluster_items("gpu-a", nodes, [], [], {}, "device-plugin", slices=slices(),
+                                                   devices=nvml)[0]] == ["GPU allocation"]
+    assert [i["item"] for i in drift.cluster_items("gpu-a", nodes, [], [], {}, "dra", slices=slices(), devices=[])[0]] \
+        == ["GPU allocation"]
