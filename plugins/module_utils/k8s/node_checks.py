@@ -179,6 +179,17 @@ def dra_slice_devices(slices: list, node: str) -> list:
     return out
 
 
+def dra_allocated_claims(claims: list) -> list:
+    """The ResourceClaims (namespace/name) with devices of NVIDIA's DRA driver for GPUs allocated."""
+    held = []
+    for claim in claims or []:
+        results = ((((claim.get("status") or {}).get("allocation") or {}).get("devices") or {}).get("results") or [])
+        if any(r.get("driver") == DRA_DRIVER for r in results):
+            meta = claim.get("metadata") or {}
+            held.append("%s/%s" % (meta.get("namespace"), meta.get("name")))
+    return sorted(held)
+
+
 def nvml_devices(info: dict) -> list:
     """The devices NVIDIA's DRA driver publishes for the GPUs gpu_info read from NVML: a GPU in MIG
     mode by its MIG devices, any other by itself. [{uuid, type (gpu or mig), what}]."""

@@ -259,6 +259,25 @@ def test_a_plain_nvidia_gpu_request_is_served_by_dra(dra_node, claims_ns):
     assert len(seen) == 2 and sorted(seen) == allocated_uuids(kube, namespace, status["resourceClaimName"], devices)
 
 
+def test_the_driver_is_not_removed_while_a_claim_holds_its_devices(dra_node, claims_ns):
+    """dra_driver_state: absent with a claim pod running: refused before anything is removed, naming
+    the claim (removed, the plugin could not release the devices and the pod would stay Terminating)."""
+    kube, namespace = dra_node, claims_ns
+    kube.apply(claim_template(namespace, "any-hopper", "device.attributes['gpu.nvidia.com'].architecture == 'Hopper'"))
+    claim_pod(kube, namespace, "holder", "any-hopper")
+    held, _seen = smi_uuids(kube, namespace, "holder")
+    claim = held["status"]["resourceClaimStatuses"][0]["resourceClaimName"]
+    res = playbook("site.yml", "--limit", NODE, "--tags", "operands",
+                   *extra(gpu_allocation="dra", dra_driver_state="absent"), check=False)
+    assert res.returncode != 0
+    said = " ".join(res.stdout.split())
+    assert f"NVIDIA's DRA driver still has devices allocated to the ResourceClaims {namespace}/{claim}" in said, \
+        res.stdout[-3000:]
+    for kind, name in DRA_OBJECTS:
+        kube.get(kind, name)
+    kube.get("-n", NS, "daemonset", "dra-driver-nvidia-gpu-kubelet-plugin")
+
+
 def test_the_audit_compares_the_nodes_allocator_with_its_gpu_allocation(dra_node, tmp_path):
     """The drift audit on the DRA node: asked dra, no drift in its allocation and its ResourceSlices
     list what NVML lists; asked device-plugin

@@ -738,3 +738,14 @@ def test_nvml_devices_are_what_the_dra_driver_publishes_and_the_comparison_takes
     have = devices(("gpu-0-mig-1-0", "mig", mig_uuid(0, 0)), ("gpu-1", "gpu", uuid(1)))
     assert node_checks.dra_slice_problems({}, have, nvml=listed) == [
         "MIG device %s of GPU 0 is in NVML but in no ResourceSlice of gpu.nvidia.com" % mig_uuid(0, 1)]
+
+
+def test_the_claims_holding_the_dra_drivers_devices_are_named():
+    def claim(ns, name, *drivers):
+        status = {"allocation": {"devices": {"results": [{"driver": d, "pool": "n1", "device": "gpu-0"} for d in drivers]}}} \
+            if drivers else {}
+        return {"metadata": {"namespace": ns, "name": name}, "status": status}
+    claims = [claim("ml", "train-gpu"), claim("ml", "infer-gpu", "gpu.nvidia.com"),
+              claim("net", "nic", "dra.net.example.com"), claim("a", "both", "dra.net.example.com", "gpu.nvidia.com")]
+    assert node_checks.dra_allocated_claims(claims) == ["a/both", "ml/infer-gpu"]
+    assert node_checks.dra_allocated_claims([]) == []
