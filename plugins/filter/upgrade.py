@@ -12,6 +12,8 @@
 - ``upgrade_tainted(node_objects, key)``: the nodes carrying a taint with this key.
 - ``upgrade_order(plan)``: [[group, node]] in the order the playbook upgrades them.
 - ``upgrade_batches(plan)``: {group: [batch sizes]}, the plays' serial: the planned waves.
+- ``upgrade_gpu_pods(pods, include_skipped)``: the pods that hold GPUs (an NVIDIA resource or
+  ResourceClaims), not DaemonSets' (with include_skipped also those labelled to stay).
 - ``renamed_variables(old_names, renamed)``: the playbooks' deprecated variable names that are set,
   each with a deprecation warning naming the new one (the playbooks map them to the new names)."""
 
@@ -70,5 +72,6 @@ class FilterModule:
             "upgrade_tainted": upgrade_plan.tainted,
             "upgrade_order": upgrade_plan.order,
             "upgrade_batches": upgrade_plan.batches,
+            "upgrade_gpu_pods": upgrade_plan.gpu_pods,
             "renamed_variables": renamed_variables,
         }

@@ -168,7 +168,8 @@ class Kube:
 
     def resource_slices(self, driver: str = "") -> list:
         """The cluster's ResourceSlices (resource.k8s.io/v1) of ``driver`` (empty: every driver);
-        none where the API server does not serve resource.k8s.io/v1."""
+        none where the API server does not serve resource.k8s.io/v1; None where the credentials
+        may not list them."""
         selector = "spec.driver=%s" % driver if driver else ""
         try:
             return self._json("list resourceslices", k8s_client.CustomObjectsApi(self.core.api_client).list_cluster_custom_object,
@@ -176,6 +177,8 @@ class Kube:
         except KubeError as exc:
             if exc.status == 404:
                 return []
+            if exc.status == 403:
+                return None
             raise
 
     def daemonsets(self, namespace: str) -> list:

@@ -32,8 +32,8 @@ SERIES_TYPES = ("gauge", "counter")
 READER_ONLY_TYPES = ("histogram", "summary")
 HEADER = "# Format\n# DCGM FIELD, Prometheus metric type, help message\n"
 
-# The dcgm-exporter 4.x default set, as the lab's copy tests/lab/kubelab/dcgm-default-counters.csv has
-# it (field names, types and order of NVIDIA dcgm-exporter's etc/default-counters.csv).
+# The dcgm-exporter 4.x default set: the field names, types and order of NVIDIA dcgm-exporter's
+# etc/default-counters.csv.
 DEFAULT_COUNTERS = [
     ("DCGM_FI_DEV_SM_CLOCK", "gauge", "SM clock frequency (in MHz)."),
     ("DCGM_FI_DEV_MEM_CLOCK", "gauge", "Memory clock frequency (in MHz)."),

@@ -224,6 +224,9 @@ class NodeUpgrade:
         record = {}
         if keep and ((node.get("metadata") or {}).get("annotations") or {}).get(CORDONED_ANNOTATION) != "true":
             record = {"metadata": {"annotations": {CORDONED_ANNOTATION: "true"}}}
+        if self.state not in upgrade_plan.IN_PROGRESS:  # (a maintenance starts: say which)
+            record.setdefault("metadata", {}).setdefault("annotations", {})[upgrade_plan.MAINTENANCE_ANNOTATION] = \
+                self.opt.get("maintenance") or "driver"
         self._refusals()
         self._mark("cordon-required", record)
         if self.opt.get("taint"):
@@ -391,11 +394,13 @@ class NodeUpgrade:
         if self.state == "upgrade-done":  # (a cordon made since is not the upgrade's to lift)
             return self.result
         self._mark("uncordon-required")
-        # one patch: upgrade-done, and uncordoned unless an admin had cordoned the node before
+        # one patch: upgrade-done, the maintenance's record gone, and uncordoned unless an admin had
+        # cordoned the node before
+        ended = {upgrade_plan.MAINTENANCE_ANNOTATION: None}
         if keep:
-            self._mark("upgrade-done", {"metadata": {"annotations": {CORDONED_ANNOTATION: None}}})
+            self._mark("upgrade-done", {"metadata": {"annotations": dict(ended, **{CORDONED_ANNOTATION: None})}})
         else:
-            self._mark("upgrade-done", {"spec": {"unschedulable": False}})
+            self._mark("upgrade-done", {"spec": {"unschedulable": False}, "metadata": {"annotations": ended}})
         return self.result
 
     # -- failed

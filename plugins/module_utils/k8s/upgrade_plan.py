@@ -30,6 +30,10 @@ STATES = ("upgrade-required", "cordon-required", "wait-for-jobs-required", "pod-
           "upgrade-done")
 FAILED = "upgrade-failed"
 IN_PROGRESS = STATES[1:-1]
+# which maintenance took the node through those states (the node_upgrade module writes it when it
+# starts one): a run resumes and retries only its own kind; none written is a driver upgrade
+MAINTENANCE_ANNOTATION = "gpuops.nvidia/maintenance"
+MAINTENANCE_PLAYBOOKS = {"driver": "gpuops.nvidia.upgrade", "allocation": "gpuops.nvidia.allocation"}
 
 
 class PlanError(ValueError):
@@ -71,6 +75,7 @@ def node_view(node: dict, target: str | None) -> dict:
     return {
         "name": node["name"],
         "state": state,
+        "maintenance": (node.get("annotations") or {}).get(MAINTENANCE_ANNOTATION) or "driver",
         "skip": labels.get(SKIP_LABEL) == "true",
         "available": bool(node.get("ready", True)) and not node.get("unschedulable"),
         # (a plan of another maintenance says itself whether the node is where it should be)
@@ -86,7 +91,7 @@ def _canary(pending: list, canary) -> list:
 
 
 def plan(nodes: list, target: str | None, max_unavailable="25%", max_parallel: int = 1, canary=1,
-         retry_failed: bool = False, members=None, canary_group_missing: bool = False) -> dict:
+         retry_failed: bool = False, members=None, canary_group_missing: bool = False, kind: str = "driver") -> dict:
     """The waves of an upgrade to driver ``target``.
 
     canary: a count (the first nodes by name) or the names of the canary group; its waves come
@@ -105,6 +110,11 @@ def plan(nodes: list, target: str | None, max_unavailable="25%", max_parallel: i
                         "allow at least one (1, or a percentage that is at least one node)" % (max_unavailable, total))
     skipped = sorted(v["name"] for v in views if v["skip"] and (members is None or v["name"] in members))
     considered = [v for v in views if not v["skip"] and (members is None or v["name"] in members)]
+    # (a node another kind of maintenance left midway or failed is that maintenance's to finish)
+    other = sorted(v["name"] for v in considered
+                   if (v["state"] in IN_PROGRESS or v["state"] == FAILED) and v["maintenance"] != kind)
+    others = {v["name"]: v["maintenance"] for v in considered if v["name"] in other}
+    considered = [v for v in considered if v["name"] not in other]
     done = sorted(v["name"] for v in considered if v["at_target"] and v["state"] in ("", STATES[-1]))
     failed = sorted(v["name"] for v in considered if v["state"] == FAILED)
     resume = sorted(v["name"] for v in considered if v["state"] in IN_PROGRESS)
@@ -120,6 +130,11 @@ def plan(nodes: list, target: str | None, max_unavailable="25%", max_parallel: i
     if parallel:
         slots = min(slots, parallel)
     problems = []
+    for name in other:
+        problems.append("%s is midway through (or failed in) another maintenance, a %s (label %s): finish it with the "
+                        "playbook %s first" % (name, "GPU allocation switch" if others[name] == "allocation"
+                                               else "driver upgrade", STATE_LABEL,
+                                               MAINTENANCE_PLAYBOOKS.get(others[name], others[name])))
     if failed and not retry_failed:
         problems.append("node(s) %s are in %s from an earlier run: look at why (the label stays until a run "
                         "succeeds), then run again with gpuops_upgrade_retry_failed: true" % (", ".join(failed), FAILED))
@@ -196,7 +211,8 @@ def lines(plan_result: dict, policy: dict | None = None) -> list:
     out = ["%s; %d GPU node(s), max_unavailable %d, %d at once"
            % (plan_result.get("title") or "target driver %s" % plan_result["target"], plan_result["total"],
               plan_result["max_unavailable"], plan_result["slots"])]
-    out += ["switch %s: %s -> %s" % (name, change[0], change[1])
+    out += [("switch %s: %s -> %s" % (name, change[0], change[1])) if change[0] != change[1]
+            else "retry %s: %s already, validate and uncordon" % (name, change[1])
             for name, change in sorted((plan_result.get("changes") or {}).items())]
     if plan_result["resume"]:
         out.append("resume (left midway by an earlier run): " + ", ".join(plan_result["resume"]))
@@ -264,17 +280,23 @@ def allocation_play_plan(node_objects: list, hosts: list, node_names: list, allo
         now[node["name"]] = allocation_of(node["labels"])
         node["at_target"] = now[node["name"]] == wanted.get(node["name"])
     result = plan(nodes, None, max_unavailable=max_unavailable, max_parallel=max_parallel, canary=0,
-                  retry_failed=retry_failed, members=inputs["members"])
+                  retry_failed=retry_failed, members=inputs["members"], kind="allocation")
     # (a failed switch is retried with this playbook's variable)
     result["problems"] = [p.replace("gpuops_upgrade_retry_failed", "gpuops_allocation_retry_failed")
                           for p in result["problems"]]
-    elsewhere = sorted(name for name in result["resume"] if now.get(name) == wanted.get(name))
-    if elsewhere:
-        result["problems"].append(
-            "node(s) %s are midway through another maintenance (label %s), with their GPU allocation already as "
-            "asked: finish it with the playbook that started it (gpuops.nvidia.upgrade), then switch"
-            % (", ".join(elsewhere), STATE_LABEL))
     moving = result["resume"] + [name for wave in result["waves"] for name in wave]
+    # the node_labels role never overwrites an admin's "false" nor a MIG change's "paused-*": a switch
+    # to an allocator the node holds so would drain it for nothing
+    labels_of = {node["name"]: node["labels"] for node in nodes}
+    for name in moving:
+        value = (labels_of.get(name) or {}).get(ALLOCATION_LABELS.get(wanted.get(name)), "")
+        if value == "false" or value.startswith("paused"):
+            result["problems"].append(
+                "%s: its label %s is %r (%s), which the switch does not overwrite: %s, then switch"
+                % (name, ALLOCATION_LABELS[wanted[name]], value,
+                   "an admin opted the node out" if value == "false" else "a MIG change is in progress",
+                   "remove that label if the node is to run it" if value == "false"
+                   else "let the MIG change finish (site.yml --tags mig)"))
     result["changes"] = {name: [now.get(name, "none"), wanted[name]] for name in moving if name in wanted}
     result["title"] = "GPU allocation switch"
     return result
@@ -299,6 +321,9 @@ def simulate(plan_result: dict, minutes_per_node: float = 1.0, canary_hold: floa
 # ---- what the per-node steps read ------------------------------------------------------------
 
 def _requests_gpu(pod: dict) -> bool:
+    # (a pod with ResourceClaims holds devices a DRA driver allocated: NVIDIA's DRA driver's GPUs)
+    if (pod.get("spec") or {}).get("resourceClaims"):
+        return True
     for container in ((pod.get("spec") or {}).get("containers") or []) + ((pod.get("spec") or {}).get("initContainers") or []):
         resources = container.get("resources") or {}
         for kind in ("limits", "requests"):
@@ -307,13 +332,14 @@ def _requests_gpu(pod: dict) -> bool:
     return False
 
 
-def gpu_pods(pods: list) -> list:
+def gpu_pods(pods: list, include_skipped: bool = False) -> list:
     """The pods the pod-deletion step deletes: running or pending pods that ask for an NVIDIA
-    resource, not owned by a DaemonSet, not labelled DRAIN_SKIP_LABEL=true. [{name, namespace}]."""
+    resource or hold ResourceClaims, not owned by a DaemonSet, not labelled DRAIN_SKIP_LABEL=true
+    (with include_skipped, those too: a GPU allocation switch cannot leave them). [{name, namespace}]."""
     found = []
     for pod in pods or []:
         meta = pod.get("metadata") or {}
-        if (meta.get("labels") or {}).get(DRAIN_SKIP_LABEL) == "true":
+        if (meta.get("labels") or {}).get(DRAIN_SKIP_LABEL) == "true" and not include_skipped:
             continue
         if any(owner.get("kind") == "DaemonSet" for owner in meta.get("ownerReferences") or []):
             continue
@@ -368,7 +394,7 @@ def from_node_objects(nodes: list, driver_label: str = "nvidia.com/cuda.driver-v
         meta = node.get("metadata") or {}
         labels = meta.get("labels") or {}
         conditions = (node.get("status") or {}).get("conditions") or []
-        out.append({"name": meta.get("name"), "labels": labels,
+        out.append({"name": meta.get("name"), "labels": labels, "annotations": meta.get("annotations") or {},
                     "ready": any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions),
                     "unschedulable": bool((node.get("spec") or {}).get("unschedulable")),
                     "driver": versions.get(meta.get("name")) or labels.get(driver_label)})

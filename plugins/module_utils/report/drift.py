@@ -303,7 +303,7 @@ def cluster_items(node_name: str, nodes: list, pods: list, daemonsets: list, lab
     """(items, facts) of one node as the cluster sees it: the labels the collection sets with the
     values asked for, what allocates its GPUs against ``allocation`` (its gpu_allocation, when
     given), on a DRA node its ResourceSlices against the ``devices`` NVML lists there (when the
-    node's part of the audit read them), and every operand pod on the node running its
+    node's part of the audit read them and the slices could be read: None is not), and every operand pod on the node running its
     DaemonSet's current image (a pod left on an old image is a rollout that did not reach the node)."""
     node = next((n for n in nodes or [] if (n.get("metadata") or {}).get("name") == node_name), None)
     if node is None:
@@ -316,8 +316,8 @@ def cluster_items(node_name: str, nodes: list, pods: list, daemonsets: list, lab
                         "run the labels stage (site.yml --tags labels)"))
     if allocation:
         out.append(allocation_item(allocation, have))
-    if allocation == "dra" and devices:
-        out.append(dra_devices_item(node_name, slices or [], devices))
+    if allocation == "dra" and devices and slices is not None:
+        out.append(dra_devices_item(node_name, slices, devices))
     wanted = {}
     for ds in daemonsets or []:
         meta = ds.get("metadata") or {}

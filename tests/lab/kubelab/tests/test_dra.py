@@ -177,10 +177,12 @@ def test_the_switch_was_planned_in_check_mode_and_went_through_the_maintenance_s
     # the go-live checklist passed on the node before it was uncordoned
     checked = [task for task in res.stdout.split("TASK [") if task.startswith("gpuops.nvidia.validate : Show the node's checklist")]
     assert checked and f"{NODE}: PASS" in checked[0], res.stdout[-6000:]
-    # (the YAML callback doubles the quote of node's)
-    assert "8 device(s) in the node''s ResourceSlices of gpu.nvidia.com" in " ".join(checked[0].split()), checked[0]
+    said = " ".join(checked[0].split())
+    assert "allocatable: 8 device(s) in the node" in said and "ResourceSlices of gpu.nvidia.com" in said, checked[0]
     item = kube.get("node", NODE)
     assert not item["spec"].get("unschedulable") and item["metadata"]["labels"][STATE] == "upgrade-done"
+    # (the record of which maintenance took the node out went with the uncordon)
+    assert "gpuops.nvidia/maintenance" not in item["metadata"].get("annotations", {})
     # the guarded workload runs elsewhere now, never below its budget
     assert kube.get("-n", GUARDED, "deployment", "guarded")["status"].get("readyReplicas") == 2
 
@@ -382,7 +384,10 @@ def test_back_to_the_device_plugin_and_the_driver_removed(dra_node):
         assert kube.run("get", kind, name, check=False).returncode != 0, (kind, name)
     assert kube.run("-n", NS, "get", "daemonset", "dra-driver-nvidia-gpu-kubelet-plugin",
                     check=False).returncode != 0
-    labels = kube.get("node", NODE)["metadata"]["labels"]
+    back = kube.get("node", NODE)
+    assert back["metadata"]["labels"][STATE] == "upgrade-done" and not back["spec"].get("unschedulable")
+    assert f"switch {NODE}: dra -> device-plugin" in " ".join(SWITCHED["back"].stdout.split())
+    labels = back["metadata"]["labels"]
     assert labels.get("nvidia.com/gpu.deploy.device-plugin") == "true"
     assert "nvidia.com/gpu.deploy.dra-driver" not in labels
     assert 'default_runtime_name = "nvidia"' in kube.node_exec(NODE, "containerd config dump").stdout

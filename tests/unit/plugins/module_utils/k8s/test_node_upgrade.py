@@ -271,7 +271,9 @@ def test_a_node_an_admin_cordoned_stays_cordoned_after_its_upgrade():
     kube = FakeKube([node(unschedulable=True)])
     first = run(kube, "drained")
     assert first["keep_cordoned"] and not first["cordoned"]
-    assert kube.node(NODE)["metadata"]["annotations"] == {nu.CORDONED_ANNOTATION: "true"}
+    # (and which maintenance took it out: a driver upgrade)
+    assert kube.node(NODE)["metadata"]["annotations"] == {nu.CORDONED_ANNOTATION: "true",
+                                                          "gpuops.nvidia/maintenance": "driver"}
     run(kube, "restarted")
     done = run(kube, "done")
     assert done["states"] == ["uncordon-required", "upgrade-done"]
@@ -283,8 +285,21 @@ def test_done_uncordons_in_the_same_write_as_upgrade_done():
     kube = FakeKube([node(state="validation-required", unschedulable=True)])
     result = run(kube, "done")
     assert result["states"] == ["uncordon-required", "upgrade-done"] and kube.label() == "upgrade-done"
-    assert kube.patches[-1] == {"metadata": {"labels": {nu.STATE_LABEL: "upgrade-done"}}, "spec": {"unschedulable": False}}
+    # (the record of which maintenance it was goes in the same write)
+    assert kube.patches[-1] == {"metadata": {"labels": {nu.STATE_LABEL: "upgrade-done"},
+                                             "annotations": {"gpuops.nvidia/maintenance": None}},
+                                "spec": {"unschedulable": False}}
     assert not run(kube, "done")["changed"]
+
+
+def test_a_maintenance_records_its_kind_when_it_starts_and_a_resumed_one_keeps_it():
+    kube = FakeKube([node()])
+    run(kube, "drained", maintenance="allocation")
+    assert kube.node(NODE)["metadata"]["annotations"] == {"gpuops.nvidia/maintenance": "allocation"}
+    # resumed midway (by any caller), the record stays as the maintenance that started wrote it
+    kube = FakeKube([node(state="drain-required", unschedulable=True, annotations={"gpuops.nvidia/maintenance": "allocation"})])
+    run(kube, "drained")
+    assert kube.node(NODE)["metadata"]["annotations"] == {"gpuops.nvidia/maintenance": "allocation"}
 
 
 def test_the_canary_taint_is_added_before_the_cordon_once():

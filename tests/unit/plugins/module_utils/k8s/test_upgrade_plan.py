@@ -169,6 +169,13 @@ def test_the_pods_the_pod_deletion_step_deletes():
     pods[-1]["spec"]["containers"][0]["resources"]["requests"] = {"nvidia.com/mig-1g.10gb": "1"}
     assert up.gpu_pods(pods) == [{"name": "train", "namespace": "ml"}, {"name": "mig", "namespace": "ml"}]
     assert up.active_pods(pods) == ["ml/cpu-only", "ml/keep", "ml/mig", "ml/plugin", "ml/train"]
+    # a pod of NVIDIA's DRA driver holds its GPUs through ResourceClaims; a GPU allocation switch
+    # counts the pods labelled to stay too
+    claims = pod("claims")
+    claims["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}]
+    assert up.gpu_pods(pods + [claims]) == [{"name": "train", "namespace": "ml"}, {"name": "mig", "namespace": "ml"},
+                                            {"name": "claims", "namespace": "ml"}]
+    assert [p["name"] for p in up.gpu_pods(pods + [claims], include_skipped=True)] == ["train", "keep", "mig", "claims"]
 
 
 def node_obj(name, ready=True, unschedulable=False, taints=()):
@@ -216,10 +223,10 @@ def test_the_plays_batches_are_the_planned_waves():
 def test_plan_nodes_from_node_objects_and_the_canary_taint():
     nodes = [node_obj("a"), node_obj("b", ready=False, taints=[{"key": "gpuops.nvidia/driver-upgrade-canary"}])]
     assert up.from_node_objects(nodes) == [
-        {"name": "a", "labels": {"nvidia.com/cuda.driver-version.full": OLD}, "ready": True, "unschedulable": False,
-         "driver": OLD},
-        {"name": "b", "labels": {"nvidia.com/cuda.driver-version.full": OLD}, "ready": False, "unschedulable": False,
-         "driver": OLD}]
+        {"name": "a", "labels": {"nvidia.com/cuda.driver-version.full": OLD}, "annotations": {}, "ready": True,
+         "unschedulable": False, "driver": OLD},
+        {"name": "b", "labels": {"nvidia.com/cuda.driver-version.full": OLD}, "annotations": {}, "ready": False,
+         "unschedulable": False, "driver": OLD}]
     assert up.tainted(nodes, "gpuops.nvidia/driver-upgrade-canary") == ["b"]
     plan = up.plan(up.from_node_objects(nodes), NEW, max_unavailable=2, max_parallel=0, canary=1)
     assert up.order(plan) == [["gpuops_upgrade_first", "a"], ["gpuops_upgrade_rest", "b"]]
@@ -319,8 +326,10 @@ def test_the_plan_as_the_playbook_shows_it():
 DP, DRA = "nvidia.com/gpu.deploy.device-plugin", "nvidia.com/gpu.deploy.dra-driver"
 
 
-def node_object(name, labels, ready=True, unschedulable=False):
-    return {"metadata": {"name": name, "labels": dict(labels, **{"nvidia.com/gpu.present": "true"})},
+def node_object(name, labels, ready=True, unschedulable=False, maintenance=None):
+    annotations = {up.MAINTENANCE_ANNOTATION: maintenance} if maintenance else {}
+    return {"metadata": {"name": name, "labels": dict(labels, **{"nvidia.com/gpu.present": "true"}),
+                         "annotations": annotations},
             "spec": {"unschedulable": unschedulable},
             "status": {"conditions": [{"type": "Ready", "status": "True" if ready else "False"}]}}
 
@@ -348,7 +357,7 @@ def test_only_the_nodes_whose_allocator_changes_are_switched_in_waves_within_max
     assert "  pod-restart-required: switch it" in lines
 
 
-def test_a_cordoned_node_takes_a_slot_and_an_admins_skip_label_is_respected():
+def test_a_cordoned_node_leaves_no_slot_and_an_admins_skip_label_is_respected():
     nodes = [node_object("a", {DP: "true"}, unschedulable=True), node_object("b", {DP: "true"}),
              node_object("c", {DP: "true", up.SKIP_LABEL: "true"})]
     result = up.allocation_play_plan(nodes, ["a", "b", "c"], ["a", "b", "c"], ["dra"] * 3, max_unavailable=1)
@@ -358,8 +367,10 @@ def test_a_cordoned_node_takes_a_slot_and_an_admins_skip_label_is_respected():
 
 
 def test_a_switch_left_midway_is_resumed_and_a_failed_one_waits_to_be_retried():
-    nodes = [node_object("a", {DP: "true", up.STATE_LABEL: "drain-required"}, unschedulable=True),
-             node_object("b", {DRA: "true", up.STATE_LABEL: "upgrade-failed"}, unschedulable=True)]
+    nodes = [node_object("a", {DP: "true", up.STATE_LABEL: "drain-required"}, unschedulable=True,
+                         maintenance="allocation"),
+             node_object("b", {DRA: "true", up.STATE_LABEL: "upgrade-failed"}, unschedulable=True,
+                         maintenance="allocation")]
     result = up.allocation_play_plan(nodes, ["a", "b"], ["a", "b"], ["dra", "dra"], max_unavailable=2)
     assert result["resume"] == ["a"] and result["changes"]["a"] == ["device-plugin", "dra"]
     assert "gpuops_allocation_retry_failed: true" in result["problems"][0] and "b" in result["problems"][0]
@@ -367,12 +378,36 @@ def test_a_switch_left_midway_is_resumed_and_a_failed_one_waits_to_be_retried():
                                       retry_failed=True)
     # (b's labels already say dra: the failed switch is taken again, to validate and uncordon it)
     assert retried["problems"] == [] and retried["changes"]["b"] == ["dra", "dra"]
+    assert "retry b: dra already, validate and uncordon" in up.lines(retried)
 
 
-def test_a_node_midway_through_a_driver_upgrade_is_not_taken_by_a_switch():
-    nodes = [node_object("a", {DRA: "true", up.STATE_LABEL: "pod-restart-required"}, unschedulable=True)]
-    result = up.allocation_play_plan(nodes, ["a"], ["a"], ["dra"])
-    assert "midway through another maintenance" in result["problems"][0] and "gpuops.nvidia.upgrade" in result["problems"][0]
+@pytest.mark.parametrize("state", ["pod-restart-required", "upgrade-failed"])
+def test_a_node_a_driver_upgrade_left_midway_or_failed_is_not_taken_by_a_switch_nor_the_reverse(state):
+    # (a node without the annotation: an upgrade from before it was written, a driver upgrade)
+    for maintenance in (None, "driver"):
+        nodes = [node_object("a", {DP: "true", up.STATE_LABEL: state}, unschedulable=True, maintenance=maintenance)]
+        result = up.allocation_play_plan(nodes, ["a"], ["a"], ["dra"], retry_failed=True)
+        assert result["problems"] == ["a is midway through (or failed in) another maintenance, a driver upgrade "
+                                      "(label nvidia.com/gpu-driver-upgrade-state): finish it with the playbook "
+                                      "gpuops.nvidia.upgrade first"], result["problems"]
+        assert result["changes"] == {} and result["resume"] == []
+    # the driver upgrade leaves a switch's node to the allocation playbook the same way
+    switching = node("a", state=state)
+    switching["annotations"] = {up.MAINTENANCE_ANNOTATION: "allocation"}
+    result = up.plan([switching], NEW, retry_failed=True)
+    assert "a GPU allocation switch" in result["problems"][0] and "gpuops.nvidia.allocation" in result["problems"][0]
+    assert result["resume"] == [] and result["waves"] == []
+
+
+@pytest.mark.parametrize("value, why", [("false", "an admin opted the node out"),
+                                        ("paused-for-mig-change", "a MIG change is in progress")])
+def test_a_switch_to_an_allocator_the_node_holds_off_is_refused_by_name(value, why):
+    nodes = [node_object("a", {DP: "true", DRA: value}), node_object("b", {DP: "true"})]
+    result = up.allocation_play_plan(nodes, ["a", "b"], ["a", "b"], ["dra", "dra"], max_unavailable=2)
+    assert result["problems"] == ["a: its label nvidia.com/gpu.deploy.dra-driver is %r (%s), which the switch does not "
+                                  "overwrite: %s, then switch" % (value, why, "remove that label if the node is to run it"
+                                                                  if value == "false"
+                                                                  else "let the MIG change finish (site.yml --tags mig)")]
 
 
 @pytest.mark.parametrize("allocations, match", [
