@@ -204,10 +204,16 @@ def nvml_devices(info: dict) -> list:
     return out
 
 
-def dra_slice_problems(info: dict, devices: list, nvml: list | None = None) -> list:
+def dra_slice_problems(info: dict, devices: list) -> list:
     """A DRA node's ResourceSlices (dra_slice_devices) against the GPUs and MIG devices gpu_info
-    reads from NVML (or ``nvml``, nvml_devices() of them): UUID for UUID, each device of the right type."""
-    want = {d.get("uuid"): (d.get("type"), d.get("what")) for d in (nvml if nvml is not None else nvml_devices(info))}
+    reads from NVML."""
+    return dra_device_problems(nvml_devices(info), devices)
+
+
+def dra_device_problems(nvml: list, devices: list) -> list:
+    """The devices a DRA node's ResourceSlices list (dra_slice_devices) against those NVML lists
+    there (nvml_devices): UUID for UUID, each device of the right type."""
+    want = {d.get("uuid"): (d.get("type"), d.get("what")) for d in nvml or []}
     have = {d.get("uuid"): d for d in devices or []}
     problems = [f"{what} is in NVML but in no ResourceSlice of {DRA_DRIVER}"
                 for uuid, (_kind, what) in sorted(want.items()) if uuid not in have]

@@ -254,7 +254,7 @@ ALLOCATION_LABELS = dict(drift.ALLOCATORS)
 
 def allocation_of(labels: dict | None) -> str:
     """The allocator a node's labels deploy: device-plugin, dra, both or none."""
-    found = [mode for mode, label in sorted(ALLOCATION_LABELS.items()) if (labels or {}).get(label) == "true"]
+    found = drift.allocators_on(labels)
     return found[0] if len(found) == 1 else ("both" if found else "none")
 
 

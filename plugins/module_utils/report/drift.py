@@ -278,10 +278,15 @@ def _images(obj: dict) -> dict:
 ALLOCATORS = (("device-plugin", "nvidia.com/gpu.deploy.device-plugin"), ("dra", "nvidia.com/gpu.deploy.dra-driver"))
 
 
+def allocators_on(labels: dict | None) -> list:
+    """The allocators a node's deploy labels run there (device-plugin, dra), in ALLOCATORS' order."""
+    return [name for name, label in ALLOCATORS if (labels or {}).get(label) == "true"]
+
+
 def allocation_item(allocation: str, have: dict) -> dict:
     """What allocates the node's GPUs, by its deploy labels, against its gpu_allocation: one of
     the device plugin and NVIDIA's DRA driver; both at once is drift whatever was asked."""
-    on = [name for name, label in ALLOCATORS if have.get(label) == "true"]
+    on = allocators_on(have)
     actual = " and ".join(on) if on else "none"
     return item("GPU allocation", allocation, actual, on == [allocation],
                 "run the labels and operands stages (site.yml --tags labels,operands) with the node's gpu_allocation; "
@@ -291,7 +296,7 @@ def allocation_item(allocation: str, have: dict) -> dict:
 def dra_devices_item(node_name: str, slices: list, devices: list) -> dict:
     """A DRA node's ResourceSlices against the devices NVML lists on it (node_audit's devices),
     UUID for UUID: a GPU NVML sees and the slices do not list, or the reverse, is drift."""
-    problems = node_checks.dra_slice_problems({}, node_checks.dra_slice_devices(slices, node_name), nvml=devices)
+    problems = node_checks.dra_device_problems(devices, node_checks.dra_slice_devices(slices, node_name))
     return item("DRA devices", "the %d device(s) NVML lists" % len(devices or []),
                 "; ".join(problems) if problems else "the same %d device(s)" % len(devices or []), not problems,
                 "the DRA driver's kubelet plugin publishes what NVML showed when it started: restart its pod on the "

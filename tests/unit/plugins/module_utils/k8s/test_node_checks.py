@@ -736,7 +736,7 @@ def test_nvml_devices_are_what_the_dra_driver_publishes_and_the_comparison_takes
     assert listed[2]["what"] == "GPU 1 (%s)" % uuid(1)
     # the audit passes them as read on the node (no gpu_info there)
     have = devices(("gpu-0-mig-1-0", "mig", mig_uuid(0, 0)), ("gpu-1", "gpu", uuid(1)))
-    assert node_checks.dra_slice_problems({}, have, nvml=listed) == [
+    assert node_checks.dra_device_problems(listed, have) == [
         "MIG device %s of GPU 0 is in NVML but in no ResourceSlice of gpu.nvidia.com" % mig_uuid(0, 1)]
 
 
