@@ -37,12 +37,13 @@ REQUIRE_ALL = os.environ.get("GPUOPS_REQUIRE_ALL") == "1"
 FIELD_MANAGER = "gpuops-nvidia"
 os.environ.setdefault("CONTAINERS_CONF", os.path.join(LAB, "containers.conf"))
 
-# the lab's GPU nodes and what their fake-NVML profiles say (labfacts, profiles/*.profile)
+# the lab's GPU nodes, what their fake-NVML profiles say (labfacts, profiles/*.profile) and what
+# serves their GPUs (the inventory's gpu_allocation: the H100 is make lab's DRA node)
 LAB_GPU_NODES = {
     "gpuops-lab-h100": {"profile": "hgx-h100", "gpus": 8, "product": "NVIDIA-H100-80GB-HBM3",
-                        "driver": "570.172.08", "uuids": H100_UUIDS},
+                        "driver": "570.172.08", "uuids": H100_UUIDS, "allocation": "dra"},
     "gpuops-lab-l40s": {"profile": "l40s-x4", "gpus": 4, "product": "NVIDIA-L40S",
-                        "driver": "580.95.05", "uuids": L40S_UUIDS},
+                        "driver": "580.95.05", "uuids": L40S_UUIDS, "allocation": "device-plugin"},
 }
 TOOLBOX = os.environ.get("GPUOPS_TEST_IMAGE", "localhost/gpuops-lab/toolbox:1")
 
@@ -192,6 +193,21 @@ class Kube:
         self.wait(lambda: self.pod_phase(ns, name) in ("Succeeded", "Failed"), timeout, what=f"pod {ns}/{name}")
         return self.get("-n", ns, "pod", name)
 
+    def slice_devices(self, node):
+        """{device name: device} of the node's gpu.nvidia.com ResourceSlices (NVIDIA's DRA driver)."""
+        slices = self.get("resourceslices", "--field-selector", f"spec.nodeName={node}")["items"]
+        return {d["name"]: d for s in slices if s["spec"]["driver"] == "gpu.nvidia.com" for d in s["spec"]["devices"]}
+
+    def advertised_gpus(self, node, allocation):
+        """The whole GPUs the node's allocator offers the scheduler, as a string (None when none):
+        the device plugin's allocatable nvidia.com/gpu, or the `gpu` devices of the DRA driver's
+        ResourceSlices."""
+        if allocation == "dra":
+            count = sum(next(iter(d["attributes"]["type"].values())) == "gpu"
+                        for d in self.slice_devices(node).values())
+            return str(count) if count else None
+        return self.get("node", node)["status"].get("allocatable", {}).get("nvidia.com/gpu")
+
     def node_exec(self, node, script):
         require(self.lab, "a lab node to reach into (podman)",
                 "these tests run on the lab's cluster (make lab), not with GPUOPS_REAL_KUBECONFIG")
@@ -238,9 +254,10 @@ def gpu_nodes(kube):
     if kube.lab:
         return LAB_GPU_NODES
     name = os.environ.get("GPUOPS_REAL_GPU_NODE")
-    require(name, "GPUOPS_REAL_GPU_NODE", "set it (and optionally GPUOPS_REAL_GPU_COUNT) for a real cluster")
+    require(name, "GPUOPS_REAL_GPU_NODE", "set it (and optionally GPUOPS_REAL_GPU_COUNT, and GPUOPS_REAL_GPU_ALLOCATION "
+            "dra for a node NVIDIA's DRA driver serves) for a real cluster")
     return {name: {"gpus": int(os.environ.get("GPUOPS_REAL_GPU_COUNT", "1")), "product": None, "driver": None,
-                   "uuids": None}}
+                   "uuids": None, "allocation": os.environ.get("GPUOPS_REAL_GPU_ALLOCATION", "device-plugin")}}
 
 
 @pytest.fixture

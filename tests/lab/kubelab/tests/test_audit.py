@@ -33,7 +33,12 @@ def test_a_converged_lab_has_no_drift_and_a_changed_node_is_named(lab_only, tmp_
         checked = {i["item"] for i in node["items"]}
         assert {"driver installed", "driver loaded", "driver packages held", "driver pinned", "container toolkit",
                 "containerd: NVIDIA runtime", "CDI spec", "GPU health", "label nvidia.com/gpu.present"} <= checked
-        assert "nvidia-device-plugin image" in checked and "dcgm-exporter image" in checked
+        # the node's allocator's pod runs its DaemonSet's image: the device plugin's, or the DRA
+        # driver's kubelet plugin on the DRA node (whose ResourceSlices list what NVML lists)
+        allocator = {"gpuops-lab-l40s": "nvidia-device-plugin image",
+                     H100: "dra-driver-nvidia-gpu-kubelet-plugin image"}[name]
+        assert allocator in checked and "dcgm-exporter image" in checked, checked
+        assert name != H100 or {"GPU allocation", "DRA devices"} <= checked, checked
     assert nodes[H100]["facts"]["driver"] == "570.172.08" and nodes[H100]["facts"]["toolkit"] == "1.18.0"
 
     held = kube.node_exec(H100, "apt-mark showhold").stdout.split()

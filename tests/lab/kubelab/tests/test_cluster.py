@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 """The lab cluster behaves as a real GPU cluster: real kubelets on the GPU nodes, NVIDIA's device
-plugin and GPU Feature Discovery over the fake NVML, pods through the nodes' real runtime
-configuration."""
+plugin (the L40S node) or DRA driver (the H100 node) and GPU Feature Discovery over the fake NVML,
+pods through the nodes' real runtime configuration."""
 from __future__ import annotations
 
 import json
@@ -15,10 +15,18 @@ import pytest
 from conftest import TOOLBOX, require
 
 
+def runtime_class_for(facts):
+    """The RuntimeClass a GPU pod names on the node: NVIDIA's on a device-plugin node; none on a DRA
+    node, whose GPUs reach the pod through CDI (the claim's devices, and only those)."""
+    return None if facts.get("allocation") == "dra" else "nvidia"
+
+
 def gpu_pod(name, node, count=1, runtime_class="nvidia", command=("nvidia-smi", "-L")):
+    # (scheduled, not bound with nodeName: on a DRA node the scheduler makes the nvidia.com/gpu
+    # request a claim through the DeviceClass's extendedResourceName)
     spec = {
         "restartPolicy": "Never",
-        "nodeName": node,
+        "nodeSelector": {"kubernetes.io/hostname": node},
         "containers": [{"name": "main", "image": TOOLBOX, "imagePullPolicy": "IfNotPresent",
                         "command": list(command),
                         "resources": {"limits": {"nvidia.com/gpu": str(count)}}}],
@@ -49,12 +57,15 @@ def test_gpu_nodes_are_ready_real_kubelets(kube, gpu_nodes):
             assert info["containerRuntimeVersion"].startswith("containerd://")
 
 
-def test_device_plugin_advertises_each_nodes_gpus(kube, gpu_nodes):
+def test_each_nodes_allocator_advertises_its_gpus(kube, gpu_nodes):
+    """The device plugin's allocatable nvidia.com/gpu, or the DRA driver's ResourceSlices, list
+    each node's GPUs."""
     for name, facts in gpu_nodes.items():
-        node = kube.wait(lambda: (n := kube.get("node", name))["status"]["allocatable"].get("nvidia.com/gpu")
-                         and n, what=f"{name}: allocatable nvidia.com/gpu")
-        assert node["status"]["allocatable"]["nvidia.com/gpu"] == str(facts["gpus"])
-        assert node["status"]["capacity"]["nvidia.com/gpu"] == str(facts["gpus"])
+        count = kube.wait(lambda: kube.advertised_gpus(name, facts["allocation"]),
+                          what=f"{name}: the GPUs its {facts['allocation']} advertises")
+        assert count == str(facts["gpus"]), (name, count)
+        if facts["allocation"] == "device-plugin":
+            assert kube.get("node", name)["status"]["capacity"]["nvidia.com/gpu"] == str(facts["gpus"])
 
 
 def test_gfd_labels_reach_the_node_through_nfd(kube, gpu_nodes):
@@ -75,12 +86,12 @@ def test_gfd_labels_reach_the_node_through_nfd(kube, gpu_nodes):
 def test_a_gpu_pod_runs_nvidia_smi_through_the_nodes_runtime(kube, gpu_nodes, namespace):
     for i, (name, facts) in enumerate(gpu_nodes.items()):
         pod = f"smi-{i}"
-        kube.apply(gpu_pod(pod, name), namespace=namespace)
+        kube.apply(gpu_pod(pod, name, runtime_class=runtime_class_for(facts)), namespace=namespace)
         done = kube.wait_pod_done(namespace, pod)
         logs = kube.run("-n", namespace, "logs", pod).stdout
         assert done["status"]["phase"] == "Succeeded", (done["status"], logs)
         lines = [line for line in logs.splitlines() if line.startswith("GPU ")]
-        # the device plugin gave the pod one GPU; the runtime injected that one and nvidia-smi
+        # the allocator gave the pod one GPU; the runtime injected that one and nvidia-smi
         assert len(lines) == 1, logs
         if facts["uuids"]:
             uuid = lines[0].split("UUID: ")[1].rstrip(")")
@@ -88,8 +99,10 @@ def test_a_gpu_pod_runs_nvidia_smi_through_the_nodes_runtime(kube, gpu_nodes, na
 
 
 def test_without_the_nvidia_runtime_the_pod_fails_with_the_runtimes_error(kube, gpu_nodes, namespace, request):
-    name = next(iter(gpu_nodes))
-    # plain runc (containerd's own runtime; NVIDIA's is the default on these nodes, see the
+    # (a device-plugin node: on a DRA node the claim's devices come through CDI, whatever the runtime)
+    name = next((n for n, facts in gpu_nodes.items() if facts["allocation"] == "device-plugin"), None)
+    require(name, "a GPU node the device plugin serves", "GPUOPS_REAL_GPU_ALLOCATION names device-plugin")
+    # plain runc (containerd's own runtime; NVIDIA's is the default on device-plugin nodes, see the
     # seeds' pod in test_roles) ignores NVIDIA_VISIBLE_DEVICES: no nvidia-smi
     runc = {"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass", "metadata": {"name": namespace + "-runc"},
             "handler": "runc"}

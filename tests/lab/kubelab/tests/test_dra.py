@@ -1,112 +1,59 @@
 # -*- coding: utf-8 -*-
-"""NVIDIA's DRA driver for GPUs on the lab's H100 node (gpu_allocation: dra): the real kubelet
-plugin (sigs.k8s.io/dra-driver-nvidia-gpu v0.4.1, built from its module) reads the fake NVML and
-publishes the node's GPUs in a ResourceSlice; ResourceClaims select them by attribute with CEL and
-the pods see exactly the GPUs allocated to them, through CDI (Debian 13's containerd 1.7 on that
-node); a plain nvidia.com/gpu request is served by DRA through the DeviceClass's
-extendedResourceName; the device plugin leaves the node, and a node asked to run both is refused.
-The module switches the node to DRA with the allocation playbook (planned in check mode first, then
-through the upgrade's node machinery, a PodDisruptionBudget in the way) and back at the end."""
+"""NVIDIA's DRA driver for GPUs on the lab's H100 node, which make lab leaves a DRA node (its
+inventory's gpu_allocation: dra) beside the L40S on the device plugin: the real kubelet plugin
+(sigs.k8s.io/dra-driver-nvidia-gpu v0.4.1, built from its module) reads the fake NVML and publishes
+the node's GPUs in a ResourceSlice; ResourceClaims select them by attribute with CEL and the pods
+see exactly the GPUs allocated to them, through CDI (Debian 13's containerd 1.7 on that node); a
+plain nvidia.com/gpu request is served by DRA through the DeviceClass's extendedResourceName; no
+device plugin runs there, and a node asked to run both is refused; a MIG layout is published as MIG
+devices. (The switch of the node to the device plugin and back, a PodDisruptionBudget in the way,
+is test_mig_in_cluster's: MIG through the device plugin runs in between.)"""
 from __future__ import annotations
 
 import json
 import re
-import threading
 import uuid
 
 import pytest
 
-import synthetic_fleet as fleet
 from labfacts import H100_UUIDS
-from test_mig_in_cluster import LabelWatch
+from test_mig_in_cluster import DRA_OBJECTS, LabelWatch
 from test_roles import extra, playbook
-from test_upgrade import allow_eviction_once_refused, guarded_workload
 
 NODE = "gpuops-lab-h100"
 NS = "gpuops-nvidia"
-STATE = "nvidia.com/gpu-driver-upgrade-state"
 CUDA_BASE = "nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04"
 # hgx-h100: the GPUs' PCI bus numbers by NVML index (= PCI order), as profiles/hgx-h100.profile lists them
 H100_BUS = ["1b", "43", "52", "61", "9d", "c3", "d1", "df"]
-# the switch through the maintenance machinery (max_unavailable 1 of the lab's two GPU nodes); the
-# metrics check is left to the lab's own validation (the exporter is the same on both modes)
-SWITCH_VARS = {"driver_upgrade_max_unavailable": 1, "driver_upgrade_drain_delay": 2,
-               "validate_workload_timeout": 120, "validate_prometheus_url": ""}
-DRA_OBJECTS = [("deviceclass", "gpu.nvidia.com"), ("deviceclass", "mig.nvidia.com"),
-               ("validatingadmissionpolicy", "resourceslices-policy-dra-driver-nvidia-gpu")]
-GUARDED = "gpuops-dra-guarded"
-
-
-RESTORED = {}
-SWITCHED = {}
-
-
-def switch(allocation, *args, check=True):
-    return playbook("allocation.yml", "--limit", NODE, *args, *extra(gpu_allocation=allocation, **SWITCH_VARS),
-                    check=check, timeout=1200)
-
-
-def switch_back(kube, check=True):
-    """The claim pods gone first (the kubelet needs the DRA plugin to release their devices; a pod
-    left behind would stay Terminating for good), then back to the device plugin, then the DRA
-    driver's objects removed (state absent)."""
-    for ns in RESTORED.get("namespaces", []):
-        kube.run("delete", "namespace", ns, "--wait=true", "--timeout=180s", timeout=200, check=check)
-    SWITCHED["back"] = switch("device-plugin", check=check)
-    playbook("site.yml", "--limit", NODE, "--tags", "operands", *extra(gpu_allocation="dra", dra_driver_state="absent"),
-             check=check)
-    RESTORED["done"] = True
-    # the maintenance state the switches wrote, which a cluster keeps, goes: make lab's node had none
-    # (read by the tests of the upgrade and of state absent)
-    RESTORED["state"] = kube.get("node", NODE)["metadata"]["labels"].get(STATE)
-    kube.run("label", "node", NODE, f"{STATE}-", check=False)
+CLAIM_NAMESPACES = []
 
 
 @pytest.fixture(scope="module")
 def dra_node(lab_only):
-    """The switch to DRA: its plan in check mode (nothing changes), then the switch with a guarded
-    workload on the node, watched; the tests below read what happened from SWITCHED."""
+    """The H100 as make lab left it, a DRA node; the tests' claim pods (and their namespaces) gone
+    at the end, waited for: a pod left holding a claim would keep its devices from the next
+    module's switch."""
     kube = lab_only
-    RESTORED.clear()
-    SWITCHED.clear()
-    RESTORED["namespaces"] = []
-    before = kube.get("node", NODE)["metadata"]["labels"]
-    SWITCHED["plan"] = switch("dra", "--check")
-    SWITCHED["labels_after_plan"] = kube.get("node", NODE)["metadata"]["labels"]
-    SWITCHED["labels_before"] = before
-    try:
-        # a workload on the node whose budget refuses its eviction until it has a replica elsewhere
-        kube.run("create", "namespace", GUARDED)
-        RESTORED["namespaces"].append(GUARDED)
-        kube.apply(*guarded_workload(GUARDED, NODE))
-        kube.wait(lambda: kube.get("-n", GUARDED, "deployment", "guarded")["status"].get("readyReplicas") == 1,
-                  timeout=120, what="the guarded workload")
-        errors = []
-        helper = threading.Thread(target=allow_eviction_once_refused, args=(kube, NODE, GUARDED, errors, 600), daemon=True)
-        helper.start()
-        with fleet.NodeWatch(kube.kubeconfig) as watch:
-            SWITCHED["run"] = switch("dra", "-v")
-        helper.join(5)
-        SWITCHED["watch"], SWITCHED["helper_errors"] = watch, errors
-        yield kube
-    finally:
-        if not RESTORED.get("done"):  # the last test did not get to it
-            switch_back(kube, check=False)
+    labels = kube.get("node", NODE)["metadata"]["labels"]
+    assert labels.get("nvidia.com/gpu.deploy.dra-driver") == "true", labels
+    CLAIM_NAMESPACES.clear()
+    yield kube
+    for name in CLAIM_NAMESPACES:
+        kube.run("delete", "namespace", name, "--wait=true", "--timeout=180s", timeout=200, check=False)
 
 
 @pytest.fixture
 def claims_ns(dra_node):
-    """A namespace for a test's claim pods, deleted (and waited for) before the driver goes."""
+    """A namespace for a test's claim pods, deleted (and waited for) at the end of the module."""
     name = "gpuops-dra-" + uuid.uuid4().hex[:8]
     dra_node.run("create", "namespace", name)
-    RESTORED["namespaces"].append(name)
+    CLAIM_NAMESPACES.append(name)
     return name
 
 
 def slice_devices(kube):
     """{device name: device} of the node's gpu.nvidia.com ResourceSlices."""
-    slices = kube.get("resourceslices", "--field-selector", f"spec.nodeName={NODE}")["items"]
-    return {d["name"]: d for s in slices if s["spec"]["driver"] == "gpu.nvidia.com" for d in s["spec"]["devices"]}
+    return kube.slice_devices(NODE)
 
 
 def attr(device, name):
@@ -158,40 +105,7 @@ def claim_pod(kube, namespace, name, template):
                         "resources": {"claims": [{"name": "gpu"}]}}]})
 
 
-def test_the_switch_was_planned_in_check_mode_and_went_through_the_maintenance_states(dra_node):
-    """--check printed the plan and changed nothing; the switch then cordoned the node, waited while
-    the budget refused the guarded pod's eviction, switched, validated (the go-live checklist on the
-    DRA node: its ResourceSlices UUID for UUID as NVML lists the GPUs, a CUDA workload asking
-    nvidia.com/gpu served by DRA) and uncordoned it, never more than max_unavailable (1) out."""
-    kube = dra_node
-    plan = " ".join(SWITCHED["plan"].stdout.split())
-    assert "GPU allocation switch; " in plan and "max_unavailable 1, 1 at once" in plan, plan[-3000:]
-    assert f"switch {NODE}: device-plugin -> dra" in plan and f"wave: {NODE}" in plan
-    assert SWITCHED["labels_after_plan"] == SWITCHED["labels_before"]
-    res, watch = SWITCHED["run"], SWITCHED["watch"]
-    assert not SWITCHED["helper_errors"], SWITCHED["helper_errors"]
-    assert res.returncode == 0, res.stdout[-6000:]
-    steps = ["cordon-required", "pod-deletion-required", "drain-required", "pod-restart-required",
-             "validation-required", "uncordon-required", "upgrade-done"]
-    assert watch.states[NODE][-7:] == steps, watch.states
-    assert watch.peak == 1 and "gpuops-lab-l40s" not in watch.out_total, (watch.peak, watch.out_total)
-    drained = [task for task in res.stdout.split("TASK [") if task.startswith("gpuops.nvidia.driver_upgrade : Take the node out")]
-    assert len(drained) == 1 and "PodDisruptionBudgets refused" in drained[0] and f"{GUARDED}/guarded-" in drained[0], \
-        res.stdout[-6000:]
-    # the go-live checklist passed on the node before it was uncordoned
-    checked = [task for task in res.stdout.split("TASK [") if task.startswith("gpuops.nvidia.validate : Show the node's checklist")]
-    assert checked and f"{NODE}: PASS" in checked[0], res.stdout[-6000:]
-    said = " ".join(checked[0].split())
-    assert "allocatable: 8 device(s) in the node" in said and "ResourceSlices of gpu.nvidia.com" in said, checked[0]
-    item = kube.get("node", NODE)
-    assert not item["spec"].get("unschedulable") and item["metadata"]["labels"][STATE] == "upgrade-done"
-    # (the record of which maintenance took the node out went with the uncordon)
-    assert "gpuops.nvidia/maintenance" not in item["metadata"].get("annotations", {})
-    # the guarded workload runs elsewhere now, never below its budget
-    assert kube.get("-n", GUARDED, "deployment", "guarded")["status"].get("readyReplicas") == 2
-
-
-def test_the_node_publishes_exactly_its_gpus_and_the_device_plugin_left(dra_node):
+def test_the_node_publishes_exactly_its_gpus_and_no_device_plugin_runs_there(dra_node):
     kube = dra_node
     devices = slice_devices(kube)
     by_uuid = {attr(d, "uuid"): d for d in devices.values()}
@@ -209,15 +123,19 @@ def test_the_node_publishes_exactly_its_gpus_and_the_device_plugin_left(dra_node
     classes = {c["metadata"]["name"]: c for c in kube.get("deviceclasses")["items"]}
     assert classes["gpu.nvidia.com"]["spec"]["extendedResourceName"] == "nvidia.com/gpu"
     assert "type == 'mig'" in classes["mig.nvidia.com"]["spec"]["selectors"][0]["cel"]["expression"]
-    # one allocator per node: the device plugin's pod is gone, the DRA plugin's runs
+    # one allocator per node: the DRA plugin's pod runs there, the device plugin's never did (the
+    # node has no device plugin resource; nvidia.com/gpu requests are served by DRA: see below)
     pods = kube.get("-n", NS, "pods", "--field-selector", f"spec.nodeName={NODE}")["items"]
     names = {p["metadata"]["labels"].get("app.kubernetes.io/name") for p in pods}
     assert "nvidia-device-plugin" not in names and "dra-driver-nvidia-gpu" in names, names
-    labels = kube.get("node", NODE)["metadata"]["labels"]
+    item = kube.get("node", NODE)
+    labels = item["metadata"]["labels"]
     assert labels.get("nvidia.com/gpu.deploy.dra-driver") == "true"
     assert "nvidia.com/gpu.deploy.device-plugin" not in labels
-    # (the kubelet keeps the gone device plugin's nvidia.com/gpu in the node's allocatable for its
-    # endpoint grace period, five minutes; requests are served by DRA meanwhile: see below)
+    assert "nvidia.com/gpu" not in item["status"]["allocatable"], item["status"]["allocatable"]
+    # the node's containerd honours CDI and runc is its default: a claim's devices come through CDI only
+    config = kube.node_exec(NODE, "containerd config dump").stdout
+    assert "enable_cdi = true" in config and 'default_runtime_name = "runc"' in config
 
 
 def test_claims_select_gpus_by_attribute_and_pods_see_exactly_theirs(dra_node, claims_ns):
@@ -273,8 +191,7 @@ def test_the_driver_is_not_removed_while_a_claim_holds_its_devices(dra_node, cla
     claim_pod(kube, namespace, "holder", "any-hopper")
     held, _seen = smi_uuids(kube, namespace, "holder")
     claim = held["status"]["resourceClaimStatuses"][0]["resourceClaimName"]
-    res = playbook("site.yml", "--limit", NODE, "--tags", "operands",
-                   *extra(gpu_allocation="dra", dra_driver_state="absent"), check=False)
+    res = playbook("site.yml", "--limit", NODE, "--tags", "operands", *extra(dra_driver_state="absent"), check=False)
     assert res.returncode != 0
     said = " ".join(res.stdout.split())
     # (the claims of the other tests' pods, still running, are named too)
@@ -310,7 +227,7 @@ def test_a_node_asked_to_run_both_allocators_is_refused_by_name_before_any_chang
     before = kube.get("node", NODE)["metadata"]["labels"]
     both = ["device-plugin", "dra-driver", "gpu-feature-discovery", "dcgm-exporter"]
     res = playbook("site.yml", "--limit", NODE, "--tags", "labels",
-                   *extra(gpu_allocation="dra", node_labels_operands=both), check=False)
+                   *extra(node_labels_operands=both), check=False)
     assert res.returncode != 0
     said = " ".join(res.stdout.split())
     assert f"{NODE}: node_labels_operands would have the node served by both the device plugin and NVIDIA's DRA driver" \
@@ -330,8 +247,7 @@ def test_the_role_refuses_a_gpu_allocation_it_does_not_know(lab_only):
 def mig_layout(kube, layout, check=True):
     """The site's MIG stage on the DRA node, its layout chosen by the node's label."""
     kube.run("label", "node", NODE, f"nvidia.com/mig.config={layout}", "--overwrite")
-    return playbook("site.yml", "--tags", "mig", "--limit", NODE,
-                    *extra(gpuops_mig_follow_label=True, gpu_allocation="dra"), check=check)
+    return playbook("site.yml", "--tags", "mig", "--limit", NODE, *extra(gpuops_mig_follow_label=True), check=check)
 
 
 def test_a_mig_layout_is_published_as_mig_devices_and_the_whole_gpus_come_back(dra_node):
@@ -378,28 +294,6 @@ def test_a_mig_layout_is_published_as_mig_devices_and_the_whole_gpus_come_back(d
         # (the MIG role's boot unit gone, its labels too)
         playbook("site.yml", "--tags", "mig", "--limit", NODE, *extra(mig_state="absent", mig_cluster=False), check=False)
         kube.run("label", "node", NODE, "nvidia.com/mig.config-", "nvidia.com/mig.config.state-", check=False)
-
-
-def test_back_to_the_device_plugin_and_the_driver_removed(dra_node):
-    """The switch back (last): the device plugin serves the node again, NVIDIA's runtime is its
-    default again, and dra_driver_state: absent leaves none of the DRA driver's objects."""
-    kube = dra_node
-    switch_back(kube)
-    for kind, name in DRA_OBJECTS:
-        assert kube.run("get", kind, name, check=False).returncode != 0, (kind, name)
-    assert kube.run("-n", NS, "get", "daemonset", "dra-driver-nvidia-gpu-kubelet-plugin",
-                    check=False).returncode != 0
-    back = kube.get("node", NODE)
-    assert RESTORED["state"] == "upgrade-done" and not back["spec"].get("unschedulable")
-    assert f"switch {NODE}: dra -> device-plugin" in " ".join(SWITCHED["back"].stdout.split())
-    labels = back["metadata"]["labels"]
-    assert labels.get("nvidia.com/gpu.deploy.device-plugin") == "true"
-    assert "nvidia.com/gpu.deploy.dra-driver" not in labels
-    assert 'default_runtime_name = "nvidia"' in kube.node_exec(NODE, "containerd config dump").stdout
-    kube.run("-n", NS, "rollout", "status", "daemonset/nvidia-device-plugin", "--timeout=180s", timeout=200)
-    gpus = kube.wait(lambda: kube.get("node", NODE)["status"].get("allocatable", {}).get("nvidia.com/gpu"),
-                     timeout=120, what="the device plugin's GPUs on the node again")
-    assert gpus == str(len(H100_UUIDS))
 
 
 def test_preflight_refuses_a_node_whose_runtime_has_no_cdi_before_anything_changes(lab_only):

@@ -5,7 +5,13 @@ nvidia.com/gpu.deploy.* labels go to paused-for-mig-change and their pods leave)
 reports nvidia.com/mig.config.state and restores exactly the labels it paused; NVIDIA's device
 plugin (migStrategy mixed) then advertises nvidia.com/mig-* and GFD labels them, and validation
 passes. A failure midway leaves the state label `failed` and the operands restored. Runs the site
-playbook's mig stage on the lab's H100 node (8 simulated H100 80GB)."""
+playbook's mig stage on the lab's H100 node (8 simulated H100 80GB).
+
+make lab leaves the H100 a DRA node (test_dra has MIG through the DRA driver): the module first
+switches it to the device plugin with the allocation playbook - planned in check mode, then through
+the upgrade's node machinery with a PodDisruptionBudget in the way - and at the end, MIG off, removes
+the DRA driver that no node asks for any more (dra_driver_state: absent) and switches the node back
+to DRA, the driver deployed again."""
 from __future__ import annotations
 
 import json
@@ -15,8 +21,11 @@ import time
 
 import pytest
 
+import synthetic_fleet as fleet
 from conftest import require
+from labfacts import H100_UUIDS
 from test_roles import INVENTORY, extra, playbook
+from test_upgrade import allow_eviction_once_refused, guarded_workload
 
 NODE = "gpuops-lab-h100"
 DEPLOY = ["nvidia.com/gpu.deploy." + o for o in ("device-plugin", "gpu-feature-discovery", "dcgm-exporter")]
@@ -29,6 +38,18 @@ NS = "gpuops-nvidia"
 # the node's labels and annotations the set-up and the tests change (GFD's and NFD's follow the GPUs)
 RESTORED_NODE_KEYS = ("nvidia.com/device-plugin.config", "nvidia.com/mig.config", "nvidia.com/gpu.deploy.",
                       "gpuops.nvidia/")
+# the allocation switch through the maintenance machinery (max_unavailable 1 of the lab's two GPU
+# nodes); the metrics check is left to the lab's own validation (the exporter is the same either way)
+SWITCH_VARS = extra(driver_upgrade_max_unavailable=1, driver_upgrade_drain_delay=2, validate_workload_timeout=120,
+                    validate_prometheus_url="")
+UPGRADE_STATE = "nvidia.com/gpu-driver-upgrade-state"
+MAINTENANCE_STEPS = ["cordon-required", "pod-deletion-required", "drain-required", "pod-restart-required",
+                     "validation-required", "uncordon-required", "upgrade-done"]
+GUARDED = "gpuops-switch-guarded"
+DRA_OBJECTS = [("deviceclass", "gpu.nvidia.com"), ("deviceclass", "mig.nvidia.com"),
+               ("validatingadmissionpolicy", "resourceslices-policy-dra-driver-nvidia-gpu")]
+# what the switches did, read by the tests (the fixture switches, the last test switches back)
+SWITCHED = {}
 
 
 class LabelWatch:
@@ -39,20 +60,23 @@ class LabelWatch:
         self.operand_pods_while_pending = []  # how many operand pods the node had at each poll while pending
         self._thread = threading.Thread(target=self._run, daemon=True)
 
+    def _poll(self):
+        res = self.kube.run("get", "node", NODE, "-o", "json", check=False)
+        if res.returncode == 0:
+            labels = json.loads(res.stdout)["metadata"].get("labels", {})
+            for key in self.keys:
+                value = labels.get(key)
+                if not self.seen[key] or self.seen[key][-1] != value:
+                    self.seen[key].append(value)
+            if labels.get(STATE) == "pending":
+                pods = self.kube.run("get", "pods", "-n", "gpuops-nvidia", "--field-selector",
+                                     "spec.nodeName=" + NODE, "-l", OPERAND_PODS, "-o", "name", check=False)
+                if pods.returncode == 0:
+                    self.operand_pods_while_pending.append(len(pods.stdout.split()))
+
     def _run(self):
         while not self._stop.is_set():
-            res = self.kube.run("get", "node", NODE, "-o", "json", check=False)
-            if res.returncode == 0:
-                labels = json.loads(res.stdout)["metadata"].get("labels", {})
-                for key in self.keys:
-                    value = labels.get(key)
-                    if not self.seen[key] or self.seen[key][-1] != value:
-                        self.seen[key].append(value)
-                if labels.get(STATE) == "pending":
-                    pods = self.kube.run("get", "pods", "-n", "gpuops-nvidia", "--field-selector",
-                                         "spec.nodeName=" + NODE, "-l", OPERAND_PODS, "-o", "name", check=False)
-                    if pods.returncode == 0:
-                        self.operand_pods_while_pending.append(len(pods.stdout.split()))
+            self._poll()
             time.sleep(0.3)
 
     def __enter__(self):
@@ -62,6 +86,8 @@ class LabelWatch:
     def __exit__(self, *exc):
         self._stop.set()
         self._thread.join(10)
+        # the labels as the run left them (its last write may come after the thread's last poll)
+        self._poll()
 
 
 def mig_stage(*args, check=True):
@@ -84,27 +110,64 @@ def ready(pod):
                              for c in pod.get("status", {}).get("conditions", []))
 
 
+def switch(*args, check=True):
+    """The allocation playbook on the H100: the allocator its inventory (and this module's host_vars
+    file, while it is there) names."""
+    return playbook("allocation.yml", "--limit", NODE, *SWITCH_VARS, *DP_CONFIGS, *args, check=check, timeout=1200)
+
+
+def mig_off(kube):
+    """No client on the GPUs, no layout asked for, MIG off and the mig role's boot unit gone."""
+    kube.node_exec(NODE, "fake-nvml-busy --clear")
+    kube.run("label", "node", NODE, "nvidia.com/mig.config-", f"{STATE}-", check=False)
+    playbook("site.yml", "--tags", "mig", "--limit", NODE, *extra(mig_state="absent", mig_cluster=False), check=False)
+
+
 @pytest.fixture(scope="module")
 def mig_node(kube):
-    """The H100 node with the device plugin config mig-mixed (migStrategy mixed); afterwards MIG
-    off, the labels and the default config back as make lab left them."""
+    """The H100 switched to the device plugin with the config mig-mixed (migStrategy mixed): its
+    plan in check mode (nothing changes), then the switch with a guarded workload on the node,
+    watched. Afterwards (the last test, or here if it did not get to it) MIG off and the node back
+    on DRA; the labels, the operands' objects and the default config as make lab left them."""
     require(kube.lab, "the lab's own cluster", "this test reconfigures the lab node's GPUs: run it on the lab")
     host_vars = os.path.join(INVENTORY, "host_vars")
     os.makedirs(host_vars, exist_ok=True)
     path = os.path.join(host_vars, f"{NODE}.yml")
     saved_objects, saved_meta = kube.applied_objects(NS), kube.node_meta(NODE)
+    SWITCHED.clear()
+    # the device plugin's and GFD's configurations with mig-mixed first, as an operator deploys a
+    # new configuration before a node's label names it (the switch deploys the allocators only)
+    playbook("site.yml", "--tags", "operands", *DP_CONFIGS)
     with open(path, "w", encoding="utf-8") as f:
-        f.write("node_labels_device_plugin_config: mig-mixed\n")
+        f.write("gpu_allocation: device-plugin\nnode_labels_device_plugin_config: mig-mixed\n")
     try:
-        playbook("site.yml", "--tags", "labels,operands", "--limit", NODE, *DP_CONFIGS)
+        SWITCHED["labels_before"] = node(kube)["metadata"]["labels"]
+        SWITCHED["plan"] = switch("--check")
+        SWITCHED["labels_after_plan"] = node(kube)["metadata"]["labels"]
+        # a workload on the node whose budget refuses its eviction until it has a replica elsewhere
+        kube.run("create", "namespace", GUARDED)
+        kube.apply(*guarded_workload(GUARDED, NODE))
+        kube.wait(lambda: kube.get("-n", GUARDED, "deployment", "guarded")["status"].get("readyReplicas") == 1,
+                  timeout=120, what="the guarded workload")
+        errors = []
+        helper = threading.Thread(target=allow_eviction_once_refused, args=(kube, NODE, GUARDED, errors, 600),
+                                  daemon=True)
+        helper.start()
+        with fleet.NodeWatch(kube.kubeconfig) as watch:
+            SWITCHED["run"] = switch("-v")
+        helper.join(5)
+        SWITCHED["watch"], SWITCHED["helper_errors"] = watch, errors
         yield kube
     finally:
-        kube.node_exec(NODE, "fake-nvml-busy --clear")
-        kube.run("label", "node", NODE, "nvidia.com/mig.config-", f"{STATE}-", check=False)
-        os.remove(path)
-        # MIG off on the node's GPUs and its boot unit gone (the mig role's removal)
-        playbook("site.yml", "--tags", "mig", "--limit", NODE, *extra(mig_state="absent", mig_cluster=False),
-                 check=False)
+        kube.run("delete", "namespace", GUARDED, "--wait=false", check=False)
+        if os.path.exists(path):
+            os.remove(path)
+        if "back" not in SWITCHED:  # the last test did not get to it (a failed switch: retried)
+            mig_off(kube)
+            switch(*extra(gpuops_allocation_retry_failed=True), check=False)
+        # the maintenance state the switches wrote, which a cluster keeps, goes: make lab's node
+        # had none (read by the tests of the upgrade)
+        kube.run("label", "node", NODE, f"{UPGRADE_STATE}-", check=False)
         # what the set-up run and the tests changed in the cluster, put back: the node's config,
         # MIG and deploy labels and our annotations, the operands' configurations and DaemonSets
         kube.restore_node_meta(NODE, saved_meta, RESTORED_NODE_KEYS)
@@ -114,8 +177,48 @@ def mig_node(kube):
                 if k.startswith(RESTORED_NODE_KEYS)} == {k: v for part in ("labels", "annotations")
                                                          for k, v in saved_meta[part].items()
                                                          if k.startswith(RESTORED_NODE_KEYS)}
-        kube.wait(lambda: node(kube)["status"]["allocatable"].get("nvidia.com/gpu") == "8", timeout=180,
-                  what=f"{NODE}: 8 whole GPUs again")
+        kube.wait(lambda: kube.advertised_gpus(NODE, "dra") == "8", timeout=180,
+                  what=f"{NODE}: its 8 whole GPUs in its ResourceSlices again")
+
+
+def test_the_switch_to_the_device_plugin_was_planned_and_went_through_the_maintenance_states(mig_node):
+    """--check printed the plan and changed nothing; the switch then cordoned the node, waited while
+    the budget refused the guarded pod's eviction, switched, validated (the go-live checklist on the
+    device-plugin node: allocatable nvidia.com/gpu, a CUDA workload) and uncordoned it, never more
+    than max_unavailable (1) out; the device plugin serves the node, the DRA plugin left it."""
+    kube = mig_node
+    plan = " ".join(SWITCHED["plan"].stdout.split())
+    assert "GPU allocation switch; " in plan and "max_unavailable 1, 1 at once" in plan, plan[-3000:]
+    assert f"switch {NODE}: dra -> device-plugin" in plan and f"wave: {NODE}" in plan
+    assert SWITCHED["labels_after_plan"] == SWITCHED["labels_before"]
+    res, watch = SWITCHED["run"], SWITCHED["watch"]
+    assert not SWITCHED["helper_errors"], SWITCHED["helper_errors"]
+    assert res.returncode == 0, res.stdout[-6000:]
+    assert watch.states[NODE][-7:] == MAINTENANCE_STEPS, watch.states
+    assert watch.peak == 1 and "gpuops-lab-l40s" not in watch.out_total, (watch.peak, watch.out_total)
+    drained = [task for task in res.stdout.split("TASK [") if task.startswith("gpuops.nvidia.driver_upgrade : Take the node out")]
+    assert len(drained) == 1 and "PodDisruptionBudgets refused" in drained[0] and f"{GUARDED}/guarded-" in drained[0], \
+        res.stdout[-6000:]
+    # the go-live checklist passed on the node before it was uncordoned
+    checked = [task for task in res.stdout.split("TASK [") if task.startswith("gpuops.nvidia.validate : Show the node's checklist")]
+    assert checked and f"{NODE}: PASS" in checked[0], res.stdout[-6000:]
+    said = " ".join(checked[0].split())
+    assert "allocatable: nvidia.com/gpu=8 (configuration mig-mixed)" in said, checked[0]
+    item = node(kube)
+    assert not item["spec"].get("unschedulable") and item["metadata"]["labels"][UPGRADE_STATE] == "upgrade-done"
+    # (the record of which maintenance took the node out went with the uncordon)
+    assert "gpuops.nvidia/maintenance" not in item["metadata"].get("annotations", {})
+    # the guarded workload runs elsewhere now, never below its budget
+    assert kube.get("-n", GUARDED, "deployment", "guarded")["status"].get("readyReplicas") == 2
+    # one allocator: the device plugin's; the DRA plugin and the node's ResourceSlices gone; NVIDIA's
+    # runtime the node's default again (the seeds' plain pod gets its GPU through it)
+    labels = item["metadata"]["labels"]
+    assert labels.get("nvidia.com/gpu.deploy.device-plugin") == "true"
+    assert "nvidia.com/gpu.deploy.dra-driver" not in labels
+    assert ready(plugin_pod(kube))
+    kube.wait(lambda: not kube.slice_devices(NODE), timeout=60, what=f"{NODE}: no ResourceSlice of the DRA driver")
+    assert item["status"]["allocatable"].get("nvidia.com/gpu") == "8"
+    assert 'default_runtime_name = "nvidia"' in kube.node_exec(NODE, "containerd config dump").stdout
 
 
 def test_the_label_chooses_the_layout_and_the_operands_are_paused_then_restored(mig_node, tmp_path):
@@ -239,3 +342,28 @@ def test_a_change_that_waits_for_a_reset_stays_pending_and_with_mig_reboot_the_n
     assert watch.seen[DEPLOY[0]] == ["true", "paused-for-mig-change", "true"], watch.seen
     kube.wait(lambda: node(kube)["status"]["allocatable"].get("nvidia.com/mig-1g.10gb") == "56", timeout=180,
               what=f"{NODE}: 56 allocatable nvidia.com/mig-1g.10gb after the reboot")
+
+
+def test_back_to_dra_with_the_driver_removed_while_no_node_asked_for_it(mig_node):
+    """The end of the module: MIG off; with no node of the inventory on DRA, dra_driver_state: absent
+    leaves none of the DRA driver's objects; the switch back to DRA (the inventory's own
+    gpu_allocation) deploys the driver again and the node's ResourceSlices list its eight GPUs."""
+    kube = mig_node
+    mig_off(kube)
+    playbook("site.yml", "--tags", "operands", *DP_CONFIGS, *extra(dra_driver_state="absent"))
+    for kind, name in DRA_OBJECTS:
+        assert kube.run("get", kind, name, check=False).returncode != 0, (kind, name)
+    assert kube.run("-n", NS, "get", "daemonset", "dra-driver-nvidia-gpu-kubelet-plugin", check=False).returncode != 0
+    os.remove(os.path.join(INVENTORY, "host_vars", f"{NODE}.yml"))
+    SWITCHED["back"] = res = switch()
+    assert f"switch {NODE}: device-plugin -> dra" in " ".join(res.stdout.split())
+    back = node(kube)
+    assert not back["spec"].get("unschedulable") and back["metadata"]["labels"][UPGRADE_STATE] == "upgrade-done"
+    labels = back["metadata"]["labels"]
+    assert labels.get("nvidia.com/gpu.deploy.dra-driver") == "true"
+    assert "nvidia.com/gpu.deploy.device-plugin" not in labels
+    for kind, name in DRA_OBJECTS:
+        kube.get(kind, name)
+    devices = kube.slice_devices(NODE)
+    assert sorted(next(iter(d["attributes"]["uuid"].values())) for d in devices.values()) == sorted(H100_UUIDS)
+    assert 'default_runtime_name = "runc"' in kube.node_exec(NODE, "containerd config dump").stdout

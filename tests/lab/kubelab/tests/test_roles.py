@@ -67,7 +67,10 @@ def test_make_lab_validates_every_node_green(lab_only, gpu_nodes):
         assert [c["check"] for c in node["checks"]] == checks
         assert all(c["ok"] and not c.get("skipped") for c in node["checks"]), node
         allocatable = next(c for c in node["checks"] if c["check"] == "allocatable")
-        assert f"nvidia.com/gpu={gpu_nodes[name]['gpus']}" in allocatable["evidence"][0]
+        if gpu_nodes[name]["allocation"] == "dra":
+            assert f"{gpu_nodes[name]['gpus']} device(s) in the node's ResourceSlices" in allocatable["evidence"][0]
+        else:
+            assert f"nvidia.com/gpu={gpu_nodes[name]['gpus']}" in allocatable["evidence"][0]
 
 
 def _log_tasks(text):
@@ -159,7 +162,8 @@ def test_per_node_time_slicing_from_inventory_and_wrong_replicas_named(lab_only,
         kube.wait(lambda: kube.get("node", node)["status"]["allocatable"].get("nvidia.com/gpu") == want,
                   timeout=120, what=f"{node}: allocatable {want}")
         other = "gpuops-lab-h100"
-        assert kube.get("node", other)["status"]["allocatable"]["nvidia.com/gpu"] == str(gpu_nodes[other]["gpus"])
+        assert kube.advertised_gpus(other, gpu_nodes[other]["allocation"]) == str(gpu_nodes[other]["gpus"])
+        assert "nvidia.com/device-plugin.config" not in kube.get("node", other)["metadata"]["labels"]
         assert kube.get("node", node)["metadata"]["labels"]["nvidia.com/device-plugin.config"] == "ts-4"
         # GFD follows the same label: it reports the replicas
         kube.wait(lambda: kube.get("node", node)["metadata"]["labels"].get("nvidia.com/gpu.replicas") == "4",
@@ -343,7 +347,8 @@ def test_the_seeds_test_pod_sees_one_gpu_on_every_node(kube, namespace, gpu_node
     --limits: the same pod through --overrides; NVIDIA's registry name of the image) - runs on each
     GPU node and nvidia-smi there lists exactly one GPU, of the node's model: the device plugin's
     GPU reaches a plain pod because container_toolkit_set_as_default (auto) made NVIDIA's runtime
-    the default on nodes the device plugin serves."""
+    the default on nodes the device plugin serves; on the DRA node the scheduler makes the request a
+    claim (the DeviceClass's extendedResourceName) and its one GPU comes through CDI."""
     for node, facts in gpu_nodes.items():
         name = "gpu-test-" + node.rsplit("-", 1)[-1]
         pod = {"apiVersion": "v1", "spec": {
@@ -365,7 +370,7 @@ def test_the_seeds_test_pod_sees_one_gpu_on_every_node(kube, namespace, gpu_node
         assert facts["uuids"] is None or gpus[0][2] in facts["uuids"], (node, logs)
 
 
-def test_a_sick_node_is_labelled_and_tainted_until_it_is_healthy_again(lab_only):
+def test_a_sick_node_is_labelled_and_tainted_until_it_is_healthy_again(lab_only, gpu_nodes):
     """gpu_info's error findings (here: the fake NVML's fault profile on the H100 node: XIDs,
     uncorrectable ECC, a row-remap failure, NVLinks down, a lost GPU; a degraded PCIe link)
     become the health label and the taint; healthy again, both go and other taints stay."""
@@ -389,8 +394,10 @@ def test_a_sick_node_is_labelled_and_tainted_until_it_is_healthy_again(lab_only)
         assert "taint gpuops.nvidia/gpu-unhealthy=" in res.stdout
         # the operands tolerate the taint and stay, to keep reporting the sick GPUs
         operands = kube.get("-n", NS, "pods", "--field-selector", f"spec.nodeName={node}")["items"]
+        allocator = {"dra": "dra-driver-nvidia-gpu", "device-plugin": "nvidia-device-plugin"}[
+            gpu_nodes[node]["allocation"]]
         assert {p["metadata"]["labels"].get("app.kubernetes.io/name") for p in operands} >= {
-            "nvidia-device-plugin", "gpu-feature-discovery", "dcgm-exporter"}
+            allocator, "gpu-feature-discovery", "dcgm-exporter"}
 
         kube.node_exec(node, "mv /root/profile.gpuops-test /etc/gpuops-fake-nvml/profile")
         restored = True
@@ -405,10 +412,13 @@ def test_a_sick_node_is_labelled_and_tainted_until_it_is_healthy_again(lab_only)
             playbook("site.yml", "--tags", "labels", "--limit", node, *extra(node_labels_refresh_facts=True),
                      check=False)
         kube.run("taint", "node", node, "example.com/maintenance-", check=False)
-        # the device plugin saw the fault profile's XIDs: a fresh pod marks the GPUs healthy again
-        kube.run("-n", NS, "delete", "pod", "-l", "app.kubernetes.io/name=nvidia-device-plugin",
+        # the allocator saw the fault profile's XIDs and lost GPU: a fresh pod offers them all again
+        kube.run("-n", NS, "delete", "pod", "-l", "app.kubernetes.io/name in (nvidia-device-plugin,dra-driver-nvidia-gpu)",
                  "--field-selector", f"spec.nodeName={node}", check=False)
-        kube.run("-n", NS, "rollout", "status", "daemonset/nvidia-device-plugin", "--timeout=180s", timeout=200)
+        for daemonset in ("nvidia-device-plugin", "dra-driver-nvidia-gpu-kubelet-plugin"):
+            kube.run("-n", NS, "rollout", "status", f"daemonset/{daemonset}", "--timeout=180s", timeout=200)
+        kube.wait(lambda: kube.advertised_gpus(node, gpu_nodes[node]["allocation"]) == str(gpu_nodes[node]["gpus"]),
+                  timeout=120, what=f"{node}: all its GPUs offered again")
 
 
 def test_a_node_name_or_device_plugin_config_that_does_not_exist_is_named_before_any_patch(lab_only):
@@ -575,7 +585,8 @@ def test_kubectl_apply_of_the_rendered_objects_changes_nothing(lab_only, tmp_pat
 def _snapshot(kube):
     """What the roles can touch: our objects (by label) in every namespace and cluster-wide, and
     the nodes' labels, annotations and taints."""
-    kinds = "namespaces,runtimeclasses,priorityclasses,clusterroles,clusterrolebindings,customresourcedefinitions"
+    kinds = ("namespaces,runtimeclasses,priorityclasses,clusterroles,clusterrolebindings,customresourcedefinitions,"
+             "deviceclasses,validatingadmissionpolicies,validatingadmissionpolicybindings")
     cluster = kube.get(kinds, "-l", "app.kubernetes.io/managed-by=gpuops.nvidia")["items"]
     ns_objects = []
     if kube.run("get", "namespace", NS, check=False).returncode == 0:
@@ -596,7 +607,7 @@ def _snapshot(kube):
 
 
 ABSENT = extra(cluster_state="absent", node_labels_state="absent", device_plugin_state="absent",
-               gpu_feature_discovery_state="absent", dcgm_exporter_state="absent")
+               dra_driver_state="absent", gpu_feature_discovery_state="absent", dcgm_exporter_state="absent")
 
 
 def _absent():
