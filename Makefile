@@ -30,7 +30,7 @@ APT_PACKAGES := podman runc conmon netavark aardvark-dns catatonit containernetw
 COLLECTION_SOURCES := galaxy.yml README.md LICENSE $(shell find meta plugins roles playbooks \
 	changelogs -type f -not -path '*/__pycache__/*' 2>/dev/null)
 
-.PHONY: help lab lab-down test deps apt venv fake-nvml images collection sanity lint units \
+.PHONY: help lab lab-down test deps apt venv fake-nvml images collection sanity lint units core-envs core-checks \
 	lab-tests lab-parts-tests lab-cluster-tests lane-checks integration molecule clean ansible-test-env apt-repo runtime-binaries go-binaries
 
 help:
@@ -116,7 +116,8 @@ test:
 # cluster's tests (the longest lane: it starts at once). Separate containers, networks and ports;
 # each log kept whole.
 lane-checks:
-	$(MAKE) --no-print-directory sanity lint units && $(MAKE) --no-print-directory lab-parts-tests && \
+	$(MAKE) --no-print-directory sanity lint units && $(MAKE) --no-print-directory core-checks && \
+	$(MAKE) --no-print-directory lab-parts-tests && \
 	$(MAKE) --no-print-directory molecule && $(MAKE) --no-print-directory integration
 
 $(AT_ROOT): FORCE
@@ -144,6 +145,34 @@ units: ansible-test-env fake-nvml
 
 lint:
 	$(PHASE) ansible-lint $(BIN)/ansible-lint --offline
+
+## ---- the supported ansible-core range -----------------------------------------------------
+# The main environment (.venv) runs ansible-core 2.19, the oldest release of the supported range
+# (meta/runtime.yml's requires_ansible), on Python 3.11. The newer releases need Python 3.12 on the
+# controller: each gets an environment of its own (.build/core-<release>, ansible-core and
+# tests/requirements-core.txt) in which ansible-test sanity and units run as they do in .venv.
+# tests/lab/find-python finds Python 3.12 (PATH or pyenv) or says how to get it.
+CORE_RELEASES := 2.20.10 2.21.5
+CORE_PYTHON := 3.12
+
+core-envs: $(foreach release,$(CORE_RELEASES),$(BUILD)/core-$(release)/.stamp)
+$(BUILD)/core-%/.stamp: tests/requirements-core.txt
+	@rm -rf $(BUILD)/core-$*
+	@python=$$(tests/lab/find-python $(CORE_PYTHON)) && $$python -m venv $(BUILD)/core-$*
+	$(BUILD)/core-$*/bin/pip install -q --disable-pip-version-check ansible-core==$* -r tests/requirements-core.txt
+	@touch $@
+
+# each release's ansible-test fetches the pip bootstrap its own version names (see ANSIBLE_TEST_GET_PIP)
+core-checks: core-envs ansible-test-env fake-nvml
+	@set -e; for release in $(CORE_RELEASES); do \
+	  env=$(CURDIR)/$(BUILD)/core-$$release; \
+	  pip=$$(sed -n "s/.*pip='\([0-9.]*\)'.*/\1/p" $$env/lib/python3*/site-packages/ansible_test/_internal/python_requirements.py | head -1); \
+	  cp tests/lab/ansible-test/get_pip.py $(HOME)/.ansible/test/cache/get_pip_$$(echo $$pip | tr . _).py; \
+	  (cd $(AT_ROOT) && PATH=$$env/bin:$$PATH $(CURDIR)/$(PHASE) "sanity (ansible-core $$release)" \
+	    ansible-test sanity --python $(CORE_PYTHON) --color no) && \
+	  (cd $(AT_ROOT) && PATH=$$env/bin:$$PATH $(CURDIR)/$(PHASE) "units (ansible-core $$release)" \
+	    ansible-test units --python $(CORE_PYTHON) --color no); \
+	done
 
 lab-tests: lab-parts-tests lab-cluster-tests
 

@@ -30,7 +30,11 @@ def fleet_records(hosts, hostvars, hosts_ok=None):
     records = []
     for name in hosts:
         facts = hostvars[name]
-        records.append(fleet.record(name, {key: facts.get(key) for key in FACTS}, failed=name not in ok))
+        # gpu_report's facts from ansible_facts (they are not variables when INJECT_FACTS_AS_VARS is
+        # off); the stages' results are variables (set_fact, register)
+        gathered = facts.get("ansible_facts") or {}
+        records.append(fleet.record(name, {key: gathered.get(key, facts.get(key)) for key in FACTS},
+                                    failed=name not in ok))
     return records
 
 

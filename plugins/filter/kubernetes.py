@@ -54,10 +54,21 @@ from ansible_collections.gpuops.nvidia.plugins.module_utils.k8s import node_labe
 __metaclass__ = type
 
 
+def _plain(value):
+    """VALUE with its dicts and lists as plain ones: what the templating engine passes a filter
+    may be its own lazy containers, which the pure functions must not copy or keep (a deep copy of
+    one copies the engine with it, deprecated from ansible-core 2.21)."""
+    if isinstance(value, dict):
+        return {key: _plain(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_plain(item) for item in value]
+    return value
+
+
 def _wrap(func, name):
     def run(*args, **kwargs):
         try:
-            return func(*args, **kwargs)
+            return func(*(_plain(arg) for arg in args), **{key: _plain(arg) for key, arg in kwargs.items()})
         except (ValueError, TypeError, KeyError, AttributeError) as exc:
             raise AnsibleFilterError(f"{name}: {exc}") from exc
     run.__name__ = name

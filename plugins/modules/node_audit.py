@@ -103,12 +103,13 @@ EXAMPLES = r"""
 
 - name: Say what drifted
   ansible.builtin.debug:
-    msg: "{{ audit.items | rejectattr('ok') | map(attribute='item') | list }}"
+    msg: "{{ audit.audit_items | rejectattr('ok') | map(attribute='item') | list }}"
 """
 
 RETURN = r"""
-items:
-  description: One check each - C(item), C(expected), C(actual), C(ok), C(fix).
+audit_items:
+  description: One check each - C(item), C(expected), C(actual), C(ok), C(fix). (Named C(items)
+    before 0.2.0, which cannot be read with dot notation.)
   returned: always
   type: list
   elements: dict

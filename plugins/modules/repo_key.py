@@ -80,8 +80,9 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
-keys:
-  description: The keys now in the file (or that would be, in check mode).
+current_keys:
+  description: The keys now in the file (or that would be, in check mode). (Named C(keys) before
+    0.2.0, which cannot be read with dot notation.)
   returned: when O(state=present)
   type: list
   elements: dict

@@ -63,8 +63,9 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
-values:
-  description: The settings now in the file.
+settings:
+  description: The settings now in the file. (Named C(values) before 0.2.0, which cannot be read
+    with dot notation.)
   returned: always
   type: dict
   sample: {mode: cdi, cdi_spec_dirs: [/etc/cdi, /var/run/cdi]}
@@ -108,7 +109,7 @@ def main():
         plan = toolkit.configure(before, settings, source=path)
     except (ConfigError, files.FileError) as exc:
         module.fail_json(msg=str(exc))
-    result = {"changed": plan["changed"], "values": plan["values"], "toolkit_version": toolkit.installed_version(module)}
+    result = {"changed": plan["changed"], "settings": plan["values"], "toolkit_version": toolkit.installed_version(module)}
     if plan["changed"]:
         problem = files.check_writable(path)
         if problem:

@@ -126,7 +126,7 @@ def test_node_audit_reports_unusable_records_as_drift_and_fails_not(lab, tmp_pat
     args = "runtime=none inventory_path=%s driver_record=%s" % (inventory, driver)
     result = lab.module("hgx-h100", module="gpuops.nvidia.node_audit", args=args, check_mode=True)
     assert not result.get("failed") and result["changed"] is False and result["drifted"] is True
-    bad = {i["item"]: i for i in result["items"] if not i["ok"]}
+    bad = {i["item"]: i for i in result["audit_items"] if not i["ok"]}
     record = bad["GPU inventory record"]
     assert str(inventory) in record["actual"] and "its gpus is a number" in record["actual"]
     assert record["fix"] == "move the file away; the report stage (site.yml --tags report) writes it anew"
@@ -134,7 +134,7 @@ def test_node_audit_reports_unusable_records_as_drift_and_fails_not(lab, tmp_pat
     assert str(driver) in package["actual"] and "holds a JSON list" in package["actual"]
     assert "driver stage" in package["fix"]
     # the other checks still ran: the GPUs' health from NVML
-    assert any(i["item"] == "GPU health" and i["ok"] for i in result["items"]), result["items"]
+    assert any(i["item"] == "GPU health" and i["ok"] for i in result["audit_items"]), result["audit_items"]
     assert result["facts"]["gpu_models"] == ["NVIDIA H100 80GB HBM3"]
 
 
@@ -144,6 +144,6 @@ def test_node_audit_with_good_records_has_no_record_item(lab, tmp_path):
     (tmp_path / "driver.json").write_text(json.dumps({"requires": ["nvidia-open"]}))
     args = "runtime=none inventory_path=%s driver_record=%s" % (inventory, tmp_path / "driver.json")
     result = lab.module("hgx-h100", module="gpuops.nvidia.node_audit", args=args, check_mode=True)
-    checked = {i["item"]: i["ok"] for i in result["items"]}
+    checked = {i["item"]: i["ok"] for i in result["audit_items"]}
     assert "GPU inventory record" not in checked and "driver package record" not in checked
     assert checked["GPU health"] is True

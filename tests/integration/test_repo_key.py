@@ -63,7 +63,7 @@ def test_content_check_mode_then_install_then_idempotent(tmp_path):
     result = run({"path": str(path), "content": key})
     assert result["changed"] is True and path.read_text() == key
     assert oct(path.stat().st_mode & 0o777) == "0o644"
-    assert [k["fingerprint"] for k in result["keys"]][1] == RSA
+    assert [k["fingerprint"] for k in result["current_keys"]][1] == RSA
     diff = result["diff"]
     assert diff["before_header"].endswith("(absent)")
     assert "key 59E4 A58F 361A B94C C818 A42D 425C BF74 B1F1 F47B (RSA, created" in diff["after"]
@@ -84,7 +84,7 @@ def test_a_rotated_key_at_its_url_is_shown_before_and_after(tmp_path, server, ne
     result = run({"path": str(path), "url": base + "/key.asc"})
     assert result["changed"] is True and path.read_text() == armored
     assert [k["fingerprint"] for k in result["previous_keys"]][1] == RSA
-    assert [k["fingerprint"] for k in result["keys"]] == [fingerprint]
+    assert [k["fingerprint"] for k in result["current_keys"]] == [fingerprint]
     spaced = " ".join(fingerprint[i:i + 4] for i in range(0, 40, 4))
     assert "key %s" % spaced in result["diff"]["after"] and "rotated key <rotated@gpuops.test>" in result["diff"]["after"]
     assert "gpuops test repository" in result["diff"]["before"]
@@ -122,7 +122,7 @@ def test_a_binary_keyring_is_written_byte_for_byte(tmp_path, server):
     path = tmp_path / "nvidia-cuda.gpg"
     result = run({"path": str(path), "url": base + "/key.gpg"})
     assert result["changed"] is True and path.read_bytes() == binary
-    assert [k["fingerprint"] for k in result["keys"]][1] == RSA
+    assert [k["fingerprint"] for k in result["current_keys"]][1] == RSA
     assert run({"path": str(path), "url": base + "/key.gpg"})["changed"] is False
 
 

@@ -285,7 +285,7 @@ def apply(module, params: dict) -> dict:
     if present and params["url"]:
         key, keys = wanted_key(module, params.get("key"), params.get("key_url"), paths(params["name"])["keyring"],
                                params["timeout"])
-        result["keys"] = keys
+        result["keyring_keys"] = keys
     steps = plan(params, key)
     where, diffs = steps["paths"], []
     found = {path: read_bytes(path) for path in steps["files"]}
@@ -356,7 +356,7 @@ def apply_key(module, params: dict) -> dict:
     after, keys = None, []
     if params["state"] != "absent":
         after, keys = wanted_key(module, params["content"], params["url"], path, params["timeout"])
-        result["keys"] = keys
+        result["current_keys"] = keys
     if after != before:
         problem = files.check_writable(path)
         if problem:

@@ -204,7 +204,7 @@ def audit(module, params: dict) -> dict:
         found, gpu_facts_found = gpu_items(params, root, info)
         items += found
         facts.update(gpu_facts_found)
-    return {"changed": False, "items": items, "drifted": any(not i["ok"] for i in items), "facts": facts,
+    return {"changed": False, "audit_items": items, "drifted": any(not i["ok"] for i in items), "facts": facts,
             "expected": expected(params),
             # (what a DRA node's ResourceSlices must list: the audit's cluster part compares them)
             "devices": node_checks.nvml_devices(info) if info is not None else []}

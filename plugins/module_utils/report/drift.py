@@ -345,7 +345,7 @@ def cluster_items(node_name: str, nodes: list, pods: list, daemonsets: list, lab
 def record(node: str, node_result: dict, extra_items: list = (), extra_facts: dict | None = None) -> dict:
     """A node's audit record from node_audit's result and the cluster's items; ``expected`` is what
     its inventory asks (the fleet view compares a node with the nodes asked the same)."""
-    all_items = list((node_result or {}).get("items") or []) + list(extra_items or [])
+    all_items = list((node_result or {}).get("audit_items") or []) + list(extra_items or [])
     facts = dict((node_result or {}).get("facts") or {}, **(extra_facts or {}))
     return {"node": node, "items": all_items, "facts": facts, "expected": (node_result or {}).get("expected") or {},
             "summary": summary(all_items)}

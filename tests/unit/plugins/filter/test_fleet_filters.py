@@ -24,6 +24,16 @@ def test_fleet_records_read_each_hosts_facts_and_mark_the_failed():
     assert fleet_filters.FilterModule().filters()["fleet_lines"](records)[0].split()[:2] == ["gpu-b", "FAILED"]
 
 
+def test_fleet_records_read_the_reports_facts_from_ansible_facts_when_they_are_not_variables():
+    """INJECT_FACTS_AS_VARS off (the default from ansible-core 2.24): gpu_report's facts are only
+    under ansible_facts; the stages' results (set_fact) stay variables."""
+    hostvars = {"gpu-a": {"ansible_facts": {"gpuops_nvidia": {"verdict": {"status": "degraded", "text": "degraded"},
+                                                              "driver": {"version": "570.172.08", "loaded": True}}},
+                          "container_toolkit_result": {"version": "1.18.0"}}}
+    record = fleet_filters.fleet_records(["gpu-a"], hostvars)[0]
+    assert (record["verdict"], record["driver"], record["toolkit"]) == ("degraded", "570.172.08", "1.18.0"), record
+
+
 def test_fleet_records_wants_the_list_of_hosts():
     with pytest.raises(AnsibleFilterError, match="list of the play's hosts"):
         fleet_filters.fleet_records("gpu-a", {})

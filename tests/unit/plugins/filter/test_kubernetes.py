@@ -189,3 +189,21 @@ def _report(workload="GPU 0: NVIDIA L40S (UUID: GPU-0a); the CUDA sample: Test P
 ])
 def test_validate_report_changed(filters, report, previous, changed):
     assert filters["validate_report_changed"](report, previous) is changed
+
+
+class _EngineDict(dict):
+    """Stands for the templating engine's lazy dict: copying it would copy the engine."""
+
+    def __deepcopy__(self, memo):
+        raise AssertionError("a filter deep-copied the engine's container")
+
+
+def test_the_filters_hand_the_functions_plain_containers():
+    """ansible-core 2.21 deprecates deep copies of the templating engine's lazy containers: the
+    filters pass the pure functions plain dicts and lists (with plain dicts and lists inside)."""
+    config = _EngineDict(flags=_EngineDict(migStrategy="mixed"), sharing={"timeSlicing": {"resources": [
+        _EngineDict(name="nvidia.com/gpu", replicas=2)]}})
+    rendered = FilterModule().filters()["device_plugin_config_render"](config, True)
+    assert rendered["version"] == "v1" and rendered["flags"]["migStrategy"] == "mixed"
+    assert rendered["flags"]["plugin"]["deviceListStrategy"] == "cdi-cri"
+    assert not isinstance(rendered["sharing"]["timeSlicing"]["resources"][0], _EngineDict)

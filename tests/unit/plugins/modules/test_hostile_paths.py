@@ -110,5 +110,5 @@ def test_the_audit_reports_a_pin_it_cannot_read_as_a_finding(run_module, tmp_pat
                                        "driver_pin_file": pin, "inventory_path": "", "cdi_spec_dirs": []},
                                 check_mode=True)
     assert not failed, result
-    found = [item for item in result["items"] if item["item"] == "driver pin" and item["expected"] == "readable"]
-    assert len(found) == 1 and pin in found[0]["actual"] and not found[0]["ok"], [i["item"] for i in result["items"]]
+    found = [item for item in result["audit_items"] if item["item"] == "driver pin" and item["expected"] == "readable"]
+    assert len(found) == 1 and pin in found[0]["actual"] and not found[0]["ok"], [i["item"] for i in result["audit_items"]]

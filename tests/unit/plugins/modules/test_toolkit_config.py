@@ -36,7 +36,7 @@ def test_check_mode_diff_apply_and_idempotence(run_module, path):
     assert path.read_text() == CONFIG  # check mode wrote nothing
     assert '-mode = "auto"' not in planned["diff"]["before"] and 'mode = "cdi"' in planned["diff"]["after"]
     failed, applied = run_module(toolkit_config.main, args)
-    assert applied["changed"] is True and applied["values"] == {"mode": "cdi", "cdi_spec_dirs": ["/etc/cdi"]}
+    assert applied["changed"] is True and applied["settings"] == {"mode": "cdi", "cdi_spec_dirs": ["/etc/cdi"]}
     text = path.read_text()
     assert "# operator's comment" in text and 'runtimes = ["docker-runc", "runc", "crun"]' in text
     assert 'mode = "cdi"' in text and 'spec-dirs = ["/etc/cdi"]' in text

@@ -136,7 +136,7 @@ def test_apply_key(fake, tmp_path):
     module = fake(diff=True)
     written = sources.apply_key(module, {"path": path, "content": key().decode(), "url": None, "timeout": 30,
                                          "state": "present"})
-    assert written["changed"] is True and written["previous_keys"] == [] and len(written["keys"]) == 2
+    assert written["changed"] is True and written["previous_keys"] == [] and len(written["current_keys"]) == 2
     assert written["diff"]["before_header"] == "%s (absent)" % path
     again = sources.apply_key(module, {"path": path, "content": key().decode(), "url": None, "timeout": 30,
                                        "state": "present"})
@@ -281,7 +281,7 @@ def test_an_armored_key_is_converted_for_a_keyring_apt_reads_as_binary(fake, tmp
                                          "state": "present"})
     data = open(path, "rb").read()
     assert written["changed"] is True and not data.lstrip().startswith(b"-----BEGIN")
-    assert [k["fingerprint"] for k in sources.known_keys(data)] == [k["fingerprint"] for k in written["keys"]]
+    assert [k["fingerprint"] for k in sources.known_keys(data)] == [k["fingerprint"] for k in written["current_keys"]]
     with pytest.raises(ops.AptError, match="is not an OpenPGP public key"):
         sources.apply_key(fake(), {"path": path, "content": "-----BEGIN PGP PUBLIC KEY BLOCK-----\n\n!!!\n"
                                    "-----END PGP PUBLIC KEY BLOCK-----\n", "url": None, "timeout": 30,

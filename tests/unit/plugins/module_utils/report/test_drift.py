@@ -125,7 +125,7 @@ def test_the_gpu_allocation_against_the_nodes_deploy_labels(labels, allocation, 
 
 
 def test_fleet_groups_and_names_the_outliers():
-    records = [drift.record(name, {"items": [], "facts": {"driver": driver, "toolkit": "1.18.0"}})
+    records = [drift.record(name, {"audit_items": [], "facts": {"driver": driver, "toolkit": "1.18.0"}})
                for name, driver in (("a", "580.95.05"), ("b", "580.95.05"), ("c", "570.172.08"))]
     view = drift.fleet(records)
     assert view["groups"]["driver"] == {"570.172.08": ["c"], "580.95.05": ["a", "b"]}
@@ -138,7 +138,7 @@ def test_fleet_groups_and_names_the_outliers():
 
 def test_outliers_only_among_nodes_asked_the_same_and_not_for_hardware():
     def rec(name, driver, expected, models):
-        return drift.record(name, {"items": [], "facts": {"driver": driver, "gpu_models": models},
+        return drift.record(name, {"audit_items": [], "facts": {"driver": driver, "gpu_models": models},
                                    "expected": {"driver": expected}})
     # two groups by design (different targets), each consistent: no outlier
     records = [rec("h1", "570.172.08", "570.172.08", ["H100"]), rec("h2", "570.172.08", "570.172.08", ["H100"]),
@@ -159,7 +159,7 @@ def test_a_stale_cdi_spec_is_counted_not_listed():
 
 def test_lines_name_the_node_the_item_and_the_fix():
     bad = drift.item("driver loaded", "580.95.05", "570.172.08", False, "reboot the node")
-    records = [drift.record("a", {"items": [bad], "facts": {}}), drift.record("b", {"items": [], "facts": {}})]
+    records = [drift.record("a", {"audit_items": [bad], "facts": {}}), drift.record("b", {"audit_items": [], "facts": {}})]
     out = drift.lines(records, drift.fleet(records))
     assert out[0] == "a  DRIFT 1: driver loaded"
     assert out[1] == "    driver loaded: expected 580.95.05, found 570.172.08; fix: reboot the node"
