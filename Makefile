@@ -164,15 +164,17 @@ $(BUILD)/core-%/.stamp: tests/requirements-core.txt
 
 # each release's ansible-test fetches the pip bootstrap its own version names (see ANSIBLE_TEST_GET_PIP)
 core-checks: core-envs ansible-test-env fake-nvml
-	@set -e; for release in $(CORE_RELEASES); do \
+	@failed=; for release in $(CORE_RELEASES); do \
 	  env=$(CURDIR)/$(BUILD)/core-$$release; \
 	  pip=$$(sed -n "s/.*pip='\([0-9.]*\)'.*/\1/p" $$env/lib/python3*/site-packages/ansible_test/_internal/python_requirements.py | head -1); \
-	  cp tests/lab/ansible-test/get_pip.py $(HOME)/.ansible/test/cache/get_pip_$$(echo $$pip | tr . _).py; \
+	  [ -n "$$pip" ] || { echo "core-checks: ansible-test $$release names no pip version (python_requirements.py changed?)"; exit 1; }; \
+	  cp tests/lab/ansible-test/get_pip.py $(HOME)/.ansible/test/cache/get_pip_$$(echo $$pip | tr . _).py || exit 1; \
 	  (cd $(AT_ROOT) && PATH=$$env/bin:$$PATH $(CURDIR)/$(PHASE) "sanity (ansible-core $$release)" \
-	    ansible-test sanity --python $(CORE_PYTHON) --color no) && \
+	    ansible-test sanity --python $(CORE_PYTHON) --color no) || failed="$$failed sanity-$$release"; \
 	  (cd $(AT_ROOT) && PATH=$$env/bin:$$PATH $(CURDIR)/$(PHASE) "units (ansible-core $$release)" \
-	    ansible-test units --python $(CORE_PYTHON) --color no); \
-	done
+	    ansible-test units --python $(CORE_PYTHON) --color no) || failed="$$failed units-$$release"; \
+	done; \
+	if [ -n "$$failed" ]; then echo "core-checks failed:$$failed"; exit 1; fi
 
 lab-tests: lab-parts-tests lab-cluster-tests
 

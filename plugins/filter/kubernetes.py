@@ -25,6 +25,8 @@ the logic is tested there and the roles stay a readable sequence.
   ``validate_metrics``, ``validate_prometheus_target``, ``validate_prometheus_query``,
   ``validate_pod_of``, ``validate_operands``, ``validate_verdict``, ``validate_workload_reuse``: the go-live checks of role
   validate (module_utils/k8s/node_checks.py), each returning the problems it found.
+- ``validate_dra_claim_request(info)``, ``validate_dra_claim(claim, devices, log)``: the test pod's
+  ResourceClaim on a DRA node (one device by attribute) and whether the pod saw exactly its devices.
 - ``dra_allocated_claims(claims)``: the ResourceClaims (namespace/name) that hold devices of NVIDIA's
   DRA driver (its role refuses to remove it while there are any).
 - ``validate_report_changed(text, previous)``: whether the validation report (its JSON text) says
@@ -162,6 +164,8 @@ class FilterModule:
             "validate_dra_devices": node_checks.dra_slice_devices,
             "dra_allocated_claims": node_checks.dra_allocated_claims,
             "validate_dra_slices": node_checks.dra_slice_problems,
+            "validate_dra_claim_request": node_checks.dra_claim_request,
+            "validate_dra_claim": node_checks.dra_claim_problems,
             "validate_smi": node_checks.smi_problems,
             "validate_sample": node_checks.sample_problems,
             "validate_metrics": node_checks.metrics_problems,

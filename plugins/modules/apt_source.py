@@ -128,7 +128,7 @@ EXAMPLES = r"""
 RETURN = r"""
 keyring_keys:
   description: The keys of the keyring (or that would be, in check mode). (Named C(keys) before
-    0.2.0, which cannot be read with dot notation.)
+    the return keys were renamed, since a key named like a dict method cannot be read with dot notation.)
   returned: when O(url) is given and O(state=present)
   type: list
   elements: dict

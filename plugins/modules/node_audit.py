@@ -109,7 +109,7 @@ EXAMPLES = r"""
 RETURN = r"""
 audit_items:
   description: One check each - C(item), C(expected), C(actual), C(ok), C(fix). (Named C(items)
-    before 0.2.0, which cannot be read with dot notation.)
+    until the return keys were renamed, since a key named like a dict method cannot be read with dot notation.)
   returned: always
   type: list
   elements: dict

@@ -82,7 +82,7 @@ EXAMPLES = r"""
 RETURN = r"""
 current_keys:
   description: The keys now in the file (or that would be, in check mode). (Named C(keys) before
-    0.2.0, which cannot be read with dot notation.)
+    the return keys were renamed, since a key named like a dict method cannot be read with dot notation.)
   returned: when O(state=present)
   type: list
   elements: dict

@@ -64,8 +64,8 @@ EXAMPLES = r"""
 
 RETURN = r"""
 settings:
-  description: The settings now in the file. (Named C(values) before 0.2.0, which cannot be read
-    with dot notation.)
+  description: The settings now in the file. (Named C(values) until the return keys were renamed, since a
+    key named like a dict method cannot be read with dot notation.)
   returned: always
   type: dict
   sample: {mode: cdi, cdi_spec_dirs: [/etc/cdi, /var/run/cdi]}

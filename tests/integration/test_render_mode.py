@@ -264,7 +264,10 @@ def _render(work, name, extra_vars, directory=None):
     env = _env(ANSIBLE_INVENTORY=LAB_INVENTORY, CONTAINERS_CONF=str(trap / "no-such-containers.conf"),
                KUBECONFIG=str(trap / "no-such-kubeconfig"))
     env["PATH"] = str(trap) + os.pathsep + env["PATH"]
-    variables = {"gpuops_render_dir": directory, "gpuops_kubeconfig": str(trap / "no-such-kubeconfig")}
+    # (every node on the device plugin unless a run says dra: the lab inventory's H100 is a DRA node,
+    # and the DRA driver's objects are the "dra" run's to check)
+    variables = {"gpuops_render_dir": directory, "gpuops_kubeconfig": str(trap / "no-such-kubeconfig"),
+                 "gpu_allocation": "device-plugin"}
     variables.update(extra_vars)
     argv = [os.path.join(BIN, "ansible-playbook"), "-i", LAB_INVENTORY, SITE, "--tags", "cluster,operands",
             "-e", json.dumps(variables)]

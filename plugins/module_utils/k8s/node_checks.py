@@ -224,6 +224,67 @@ def dra_device_problems(nvml: list, devices: list) -> list:
     return problems
 
 
+def _mig_profiles(gpu: dict) -> dict:
+    """{MIG device UUID: its GPU instance's profile} of a GPU."""
+    mig = gpu.get("mig") or {}
+    profiles = {gi.get("id"): gi.get("profile") for gi in mig.get("gpu_instances") or []}
+    return {d.get("uuid"): profiles.get(d.get("gpu_instance_id")) for d in mig.get("devices") or []}
+
+
+def dra_claim_request(info: dict) -> dict:
+    """The test pod's ResourceClaim on a DRA node asks for one device by attribute, as a user's claim
+    does: {device_class, type, attribute, value, expression (CEL), what}. A whole GPU by the product
+    name NVML gives it (DeviceClass gpu.nvidia.com), or on a node whose GPUs are all in MIG mode a
+    MIG device by its profile (mig.nvidia.com). (CEL's string literals are JSON's.)"""
+    def request(device_class, kind, attribute, value):
+        return {"device_class": device_class, "type": kind, "attribute": attribute, "value": value,
+                "what": f"{attribute} {value}",
+                "expression": f"device.attributes['{DRA_DRIVER}'].{attribute} == {json.dumps(value)}"}
+    gpus = _live(info)
+    whole = [g for g in gpus if not ((g.get("mig") or {}).get("current") and (g.get("mig") or {}).get("devices"))]
+    if whole:
+        return request(DRA_DRIVER, "gpu", "productName", whole[0].get("name") or "")
+    for gpu in gpus:
+        profile = next((p for p in _mig_profiles(gpu).values() if p), None)
+        if profile:
+            return request("mig.nvidia.com", "mig", "profile", profile)
+    # (no GPU NVML can read: the host check has failed already; the claim then asks for any device)
+    return {"device_class": DRA_DRIVER, "type": "gpu", "attribute": None, "value": None, "what": "any device",
+            "expression": "true"}
+
+
+def dra_claim_problems(request: dict, info: dict, devices: list, log: str) -> list:
+    """`nvidia-smi -L` in the test pod of a DRA node against its ResourceClaim's REQUEST
+    (dra_claim_request): the one device the pod sees (a MIG device by its MIG UUID) is a device
+    the node's ResourceSlices publish (dra_slice_devices), of the requested type, and one the
+    request's attribute selects by what NVML says of it. (The claim itself is gone by the time the
+    pod has ended: the scheduler's claim is deallocated and deleted with the pod's end; smi_problems
+    checks that there is exactly one device.)"""
+    stripped = [text.strip() for text in (log or "").splitlines()]
+    migs = [m.group(3) for m in (_SMI_MIG_LINE.match(text) for text in stripped) if m]
+    shown = migs or [m.group(3) for m in (_SMI_GPU_LINE.match(text) for text in stripped) if m]
+    if len(shown) != 1:
+        return []  # smi_problems names it
+    uuid = shown[0]
+    published = {d.get("uuid"): d for d in devices or []}
+    if uuid not in published:
+        return [f"nvidia-smi in the test pod shows {uuid}, which the node's ResourceSlices of {DRA_DRIVER} do not publish"]
+    kind = published[uuid].get("type")
+    if kind != request.get("type"):
+        return [f"nvidia-smi in the test pod shows {uuid}, a device of type {kind}, but its ResourceClaim asked for "
+                f"one of type {request.get('type')} ({request.get('device_class')})"]
+    if request.get("attribute") == "productName":
+        have = next((g.get("name") for g in _live(info) if g.get("uuid") == uuid), None)
+    elif request.get("attribute") == "profile":
+        have = next((p for g in _live(info) for u, p in _mig_profiles(g).items() if u == uuid), None)
+    else:
+        return []
+    if have != request.get("value"):
+        return [f"nvidia-smi in the test pod shows {uuid}, whose {request.get('attribute')} is {have}, but its "
+                f"ResourceClaim selected {request.get('what')}"]
+    return []
+
+
 def smi_problems(log: str, info: dict) -> list:
     """`nvidia-smi -L` inside the test pod: exactly one device, one of this node's. A pod given a
     MIG device sees that device's GPU and, below it, the one MIG device."""

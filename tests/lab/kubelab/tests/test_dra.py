@@ -183,9 +183,10 @@ def test_a_plain_nvidia_gpu_request_is_served_by_dra(dra_node, claims_ns):
     assert len(seen) == 2 and sorted(seen) == allocated_uuids(kube, namespace, status["resourceClaimName"], devices)
 
 
-def test_the_driver_is_not_removed_while_a_claim_holds_its_devices(dra_node, claims_ns):
-    """dra_driver_state: absent with a claim pod running: refused before anything is removed, naming
-    the claim (removed, the plugin could not release the devices and the pod would stay Terminating)."""
+def test_the_driver_is_not_removed_while_a_node_runs_it_or_a_claim_holds_its_devices(dra_node, claims_ns):
+    """dra_driver_state: absent while the H100 is a DRA node and a claim pod runs: refused before
+    anything is removed, naming the node (it would have no allocator left) and the claim (removed,
+    the plugin could not release the devices and the pod would stay Terminating)."""
     kube, namespace = dra_node, claims_ns
     kube.apply(claim_template(namespace, "any-hopper", "device.attributes['gpu.nvidia.com'].architecture == 'Hopper'"))
     claim_pod(kube, namespace, "holder", "any-hopper")
@@ -197,6 +198,9 @@ def test_the_driver_is_not_removed_while_a_claim_holds_its_devices(dra_node, cla
     # (the claims of the other tests' pods, still running, are named too)
     refusal = re.search(r"NVIDIA's DRA driver still has devices allocated to the ResourceClaims (.+?): removed now", said)
     assert refusal and f"{namespace}/{claim}" in refusal.group(1).split(", "), res.stdout[-3000:]
+    # and the node it serves is named with the way out
+    assert (f"NVIDIA's DRA driver still serves the nodes {NODE} (nvidia.com/gpu.deploy.dra-driver=true): removed now, "
+            "their GPUs could no longer be allocated. Switch them to the device plugin first") in said, res.stdout[-3000:]
     for kind, name in DRA_OBJECTS:
         kube.get(kind, name)
     kube.get("-n", NS, "daemonset", "dra-driver-nvidia-gpu-kubelet-plugin")

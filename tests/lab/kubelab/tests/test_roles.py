@@ -69,6 +69,13 @@ def test_make_lab_validates_every_node_green(lab_only, gpu_nodes):
         allocatable = next(c for c in node["checks"] if c["check"] == "allocatable")
         if gpu_nodes[name]["allocation"] == "dra":
             assert f"{gpu_nodes[name]['gpus']} device(s) in the node's ResourceSlices" in allocatable["evidence"][0]
+            # the test pod's GPU came from a ResourceClaim by attribute: nvidia-smi there listed one
+            # device, which the node's ResourceSlices publish and the claim's selector matches
+            workload = next(c for c in node["checks"] if c["check"] == "workload")
+            product = gpu_nodes[name]["product"].replace("-", " ") if gpu_nodes[name]["product"] else ""
+            # (the last line of the evidence: a rerun on a converged node carries the pass over, saying so first)
+            assert re.match(r"GPU 0: .+ \(UUID: GPU-[0-9a-f-]+\); a device the node publishes in its ResourceSlices, as "
+                            rf"its ResourceClaim selects \(productName {re.escape(product)}", workload["evidence"][-1]), workload
         else:
             assert f"nvidia.com/gpu={gpu_nodes[name]['gpus']}" in allocatable["evidence"][0]
 

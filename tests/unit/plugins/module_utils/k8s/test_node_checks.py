@@ -749,3 +749,71 @@ def test_the_claims_holding_the_dra_drivers_devices_are_named():
               claim("net", "nic", "dra.net.example.com"), claim("a", "both", "dra.net.example.com", "gpu.nvidia.com")]
     assert node_checks.dra_allocated_claims(claims) == ["a/both", "ml/infer-gpu"]
     assert node_checks.dra_allocated_claims([]) == []
+
+
+# ---- DRA: the test pod's ResourceClaim ----------------------------------------------------------
+
+def test_the_test_claim_asks_for_a_whole_gpu_by_the_product_name_nvml_gives():
+    request = node_checks.dra_claim_request(HGX)
+    assert request == {"device_class": "gpu.nvidia.com", "type": "gpu", "attribute": "productName", "value": H100,
+                       "what": "productName NVIDIA H100 80GB HBM3",
+                       "expression": "device.attributes['gpu.nvidia.com'].productName == \"NVIDIA H100 80GB HBM3\""}
+    # a GPU lost and one in MIG mode are passed over for a whole one
+    gpus = [make_gpu(0, lost=True), make_gpu(1, mig_devices=2), make_gpu(2, name="NVIDIA L40S")]
+    assert node_checks.dra_claim_request(node_info(gpus))["what"] == "productName NVIDIA L40S"
+
+
+def mig_node():
+    """One H100 in MIG mode: two MIG devices, of GPU instances 5 (3g.40gb) and 6 (1g.10gb)."""
+    gpu = make_gpu(0, mig_devices=2)
+    gpu["mig"]["gpu_instances"] = [{"id": 5, "profile": "3g.40gb"}, {"id": 6, "profile": "1g.10gb"}]
+    gpu["mig"]["devices"][0]["gpu_instance_id"] = 5
+    gpu["mig"]["devices"][1]["gpu_instance_id"] = 6
+    return node_info([gpu])
+
+
+def test_the_test_claim_asks_for_a_mig_device_by_its_profile_when_every_gpu_is_in_mig_mode():
+    request = node_checks.dra_claim_request(mig_node())
+    assert request["device_class"] == "mig.nvidia.com" and request["what"] == "profile 3g.40gb"
+    assert request["expression"] == "device.attributes['gpu.nvidia.com'].profile == \"3g.40gb\""
+    # nothing NVML could read: any device (the host check has failed already)
+    assert node_checks.dra_claim_request(node_info([make_gpu(0, lost=True)]))["expression"] == "true"
+
+
+SLICE = devices(*[("gpu-%d" % n, "gpu", uuid(n)) for n in range(8)])
+MIG_SLICE = devices(("gpu-0-mig-5-0", "mig", mig_uuid(0, 0)), ("gpu-0-mig-6-0", "mig", mig_uuid(0, 1)))
+
+
+def smi(*uuids, mig=None):
+    text = "".join("GPU %d: NVIDIA H100 80GB HBM3 (UUID: %s)\n" % (n, u) for n, u in enumerate(uuids))
+    return text + ("  MIG 3g.40gb     Device  0: (UUID: %s)\n" % mig if mig else "")
+
+
+def test_the_test_pod_saw_one_published_device_its_claim_selects():
+    assert node_checks.dra_claim_problems(node_checks.dra_claim_request(HGX), HGX, SLICE, smi(uuid(3))) == []
+    # a MIG device: the pod sees its GPU and, below it, the one MIG device of the profile asked for
+    node = mig_node()
+    request = node_checks.dra_claim_request(node)
+    assert node_checks.dra_claim_problems(request, node, MIG_SLICE, smi(uuid(0), mig=mig_uuid(0, 0))) == []
+    # (no device, or more than one: smi_problems names that)
+    assert node_checks.dra_claim_problems(request, node, MIG_SLICE, "") == []
+
+
+def test_a_device_the_slices_do_not_publish_another_type_or_another_model_is_named():
+    request = node_checks.dra_claim_request(HGX)
+    assert node_checks.dra_claim_problems(request, HGX, SLICE[:3], smi(uuid(3))) == [
+        "nvidia-smi in the test pod shows %s, which the node's ResourceSlices of gpu.nvidia.com do not publish" % uuid(3)]
+    node = mig_node()
+    assert node_checks.dra_claim_problems(node_checks.dra_claim_request(HGX), node, MIG_SLICE,
+                                          smi(uuid(0), mig=mig_uuid(0, 0))) == [
+        "nvidia-smi in the test pod shows %s, a device of type mig, but its ResourceClaim asked for one of type gpu "
+        "(gpu.nvidia.com)" % mig_uuid(0, 0)]
+    # the MIG device of another profile than the one selected
+    assert node_checks.dra_claim_problems(node_checks.dra_claim_request(node), node, MIG_SLICE,
+                                          smi(uuid(0), mig=mig_uuid(0, 1))) == [
+        "nvidia-smi in the test pod shows %s, whose profile is 1g.10gb, but its ResourceClaim selected profile 3g.40gb"
+        % mig_uuid(0, 1)]
+    mixed = node_info([make_gpu(0), make_gpu(1, name="NVIDIA L40S")])
+    assert node_checks.dra_claim_problems(node_checks.dra_claim_request(mixed), mixed, SLICE, smi(uuid(1))) == [
+        "nvidia-smi in the test pod shows %s, whose productName is NVIDIA L40S, but its ResourceClaim selected "
+        "productName NVIDIA H100 80GB HBM3" % uuid(1)]
