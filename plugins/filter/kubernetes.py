@@ -25,8 +25,9 @@ the logic is tested there and the roles stay a readable sequence.
   ``validate_metrics``, ``validate_prometheus_target``, ``validate_prometheus_query``,
   ``validate_pod_of``, ``validate_operands``, ``validate_verdict``, ``validate_workload_reuse``: the go-live checks of role
   validate (module_utils/k8s/node_checks.py), each returning the problems it found.
-- ``validate_dra_claim_request(info)``, ``validate_dra_claim(claim, devices, log)``: the test pod's
-  ResourceClaim on a DRA node (one device by attribute) and whether the pod saw exactly its devices.
+- ``validate_dra_claim_request(info)``, ``validate_dra_claim(request, info, devices, log)``: the test
+  pod's ResourceClaim on a DRA node (one device by attribute) and whether the one device the pod saw
+  is published in the node's ResourceSlices and selected by that request.
 - ``dra_allocated_claims(claims)``: the ResourceClaims (namespace/name) that hold devices of NVIDIA's
   DRA driver (its role refuses to remove it while there are any).
 - ``validate_report_changed(text, previous)``: whether the validation report (its JSON text) says

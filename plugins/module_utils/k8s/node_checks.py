@@ -190,15 +190,20 @@ def dra_allocated_claims(claims: list) -> list:
     return sorted(held)
 
 
+def _in_mig_mode(gpu: dict) -> bool:
+    """Whether a GPU is in MIG mode with MIG devices: the DRA driver then publishes those, not it."""
+    mig = gpu.get("mig") or {}
+    return bool(mig.get("current") and mig.get("devices"))
+
+
 def nvml_devices(info: dict) -> list:
     """The devices NVIDIA's DRA driver publishes for the GPUs gpu_info read from NVML: a GPU in MIG
     mode by its MIG devices, any other by itself. [{uuid, type (gpu or mig), what}]."""
     out = []
     for gpu in _live(info):
-        mig = gpu.get("mig") or {}
-        if mig.get("current") and mig.get("devices"):
+        if _in_mig_mode(gpu):
             out += [{"uuid": dev.get("uuid"), "type": "mig", "what": f"MIG device {dev.get('uuid')} of GPU {gpu.get('index')}"}
-                    for dev in mig["devices"]]
+                    for dev in gpu["mig"]["devices"]]
         else:
             out.append({"uuid": gpu.get("uuid"), "type": "gpu", "what": f"GPU {gpu.get('index')} ({gpu.get('uuid')})"})
     return out
@@ -224,6 +229,13 @@ def dra_device_problems(nvml: list, devices: list) -> list:
     return problems
 
 
+def _smi_lines(log: str) -> tuple:
+    """(GPU line matches, MIG device line matches) of `nvidia-smi -L` output."""
+    stripped = [text.strip() for text in (log or "").splitlines()]
+    return ([m for m in (_SMI_GPU_LINE.match(text) for text in stripped) if m],
+            [m for m in (_SMI_MIG_LINE.match(text) for text in stripped) if m])
+
+
 def _mig_profiles(gpu: dict) -> dict:
     """{MIG device UUID: its GPU instance's profile} of a GPU."""
     mig = gpu.get("mig") or {}
@@ -241,7 +253,7 @@ def dra_claim_request(info: dict) -> dict:
                 "what": f"{attribute} {value}",
                 "expression": f"device.attributes['{DRA_DRIVER}'].{attribute} == {json.dumps(value)}"}
     gpus = _live(info)
-    whole = [g for g in gpus if not ((g.get("mig") or {}).get("current") and (g.get("mig") or {}).get("devices"))]
+    whole = [g for g in gpus if not _in_mig_mode(g)]
     if whole:
         return request(DRA_DRIVER, "gpu", "productName", whole[0].get("name") or "")
     for gpu in gpus:
@@ -260,9 +272,8 @@ def dra_claim_problems(request: dict, info: dict, devices: list, log: str) -> li
     request's attribute selects by what NVML says of it. (The claim itself is gone by the time the
     pod has ended: the scheduler's claim is deallocated and deleted with the pod's end; smi_problems
     checks that there is exactly one device.)"""
-    stripped = [text.strip() for text in (log or "").splitlines()]
-    migs = [m.group(3) for m in (_SMI_MIG_LINE.match(text) for text in stripped) if m]
-    shown = migs or [m.group(3) for m in (_SMI_GPU_LINE.match(text) for text in stripped) if m]
+    gpu_lines, mig_lines = _smi_lines(log)
+    shown = [m.group(3) for m in mig_lines or gpu_lines]
     if len(shown) != 1:
         return []  # smi_problems names it
     uuid = shown[0]
@@ -288,9 +299,7 @@ def dra_claim_problems(request: dict, info: dict, devices: list, log: str) -> li
 def smi_problems(log: str, info: dict) -> list:
     """`nvidia-smi -L` inside the test pod: exactly one device, one of this node's. A pod given a
     MIG device sees that device's GPU and, below it, the one MIG device."""
-    stripped = [text.strip() for text in (log or "").splitlines()]
-    gpu_lines = [m for m in (_SMI_GPU_LINE.match(text) for text in stripped) if m]
-    mig_lines = [m for m in (_SMI_MIG_LINE.match(text) for text in stripped) if m]
+    gpu_lines, mig_lines = _smi_lines(log)
     if not gpu_lines and not mig_lines:
         return [f"nvidia-smi listed no GPU in the test pod (log: {(log or '').strip()[-300:] or 'empty'})"]
     uuids = {g.get("uuid") for g in info.get("gpus") or []}
