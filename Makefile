@@ -3,7 +3,9 @@
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
-PYTHON ?= python3
+# The suite's main environment runs the newest ansible-core of the supported range, which needs
+# Python 3.12 or newer on the controller (tests/lab/find-python finds one, or says how to get it).
+MAIN_PYTHON := 3.12
 VENV := .venv
 BIN := $(VENV)/bin
 BUILD := .build
@@ -13,6 +15,7 @@ COLLECTIONS := $(BUILD)/collections
 # ansible-test wants the collection under ansible_collections/<namespace>/<name>, outside this
 # git checkout (inside it, git would hide the ignored copy from ansible-test).
 AT_ROOT := $(or $(TMPDIR),/tmp)/gpuops-nvidia-ansible-test/ansible_collections/gpuops/nvidia
+comma := ,
 FAKE_NVML := tests/lab/fake-nvml/build/libnvidia-ml.so.1
 FAKE_NVML_DEB := tests/lab/fake-nvml/build/gpuops-lab-fake-nvml.deb
 
@@ -54,7 +57,8 @@ $(BUILD)/apt.stamp: Makefile
 
 venv: $(VENV)/.stamp
 $(VENV)/.stamp: requirements.txt
-	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	@$(BIN)/python -c 'import sys; sys.exit(sys.version_info[:2] != ($(subst .,$(comma) ,$(MAIN_PYTHON))))' 2>/dev/null || { \
+	  python=$$(tests/lab/find-python $(MAIN_PYTHON)) && rm -rf $(VENV) && $$python -m venv $(VENV); }
 	$(BIN)/pip install -q --disable-pip-version-check -r requirements.txt
 	@touch $@
 
@@ -103,7 +107,7 @@ lab-down:
 ## ---- tests --------------------------------------------------------------------------------
 # Under `make test` a test whose prerequisite is missing fails instead of skipping
 # (GPUOPS_REQUIRE_ALL): only a reason a reader sees, like "no GPU", may skip a test.
-SETUP := deps fake-nvml images collection apt-repo go-binaries runtime-binaries
+SETUP := deps core-envs fake-nvml images collection apt-repo go-binaries runtime-binaries
 PHASE := tests/lab/phases run
 test:
 	@tests/lab/phases reset
@@ -138,41 +142,55 @@ ansible-test-env: $(AT_ROOT) venv
 	@cp tests/lab/ansible-test/get_pip.py $(ANSIBLE_TEST_GET_PIP)
 
 sanity: ansible-test-env
-	cd $(AT_ROOT) && $(CURDIR)/$(PHASE) sanity $(CURDIR)/$(BIN)/ansible-test sanity --python 3.11 --color no
+	cd $(AT_ROOT) && $(CURDIR)/$(PHASE) sanity $(CURDIR)/$(BIN)/ansible-test sanity --python $(MAIN_PYTHON) --color no
 
 units: ansible-test-env fake-nvml
-	cd $(AT_ROOT) && $(CURDIR)/$(PHASE) units $(CURDIR)/$(BIN)/ansible-test units --python 3.11 --color no
+	cd $(AT_ROOT) && $(CURDIR)/$(PHASE) units $(CURDIR)/$(BIN)/ansible-test units --python $(MAIN_PYTHON) --color no
 
-lint:
-	$(PHASE) ansible-lint $(BIN)/ansible-lint --offline
+lint: core-envs
+	$(PHASE) ansible-lint tests/lab/no-warnings $(BIN)/ansible-lint --offline
 
 ## ---- the supported ansible-core range -----------------------------------------------------
-# The main environment (.venv) runs ansible-core 2.19, the oldest release of the supported range
-# (meta/runtime.yml's requires_ansible), on Python 3.11. The newer releases need Python 3.12 on the
-# controller: each gets an environment of its own (.build/core-<release>, ansible-core and
-# tests/requirements-core.txt) in which ansible-test sanity and units run as they do in .venv.
-# tests/lab/find-python finds Python 3.12 (PATH or pyenv) or says how to get it.
-CORE_RELEASES := 2.20.10 2.21.5
-CORE_PYTHON := 3.12
+# The main environment (.venv) runs the newest release of the range on Python 3.12: lint, molecule,
+# the integration and the lab's tests run there. Each other release of the range gets an environment
+# of its own (.build/core-<release>: ansible-core on the controller Python given after the colon,
+# with tests/requirements-core.txt) in which ansible-test sanity and units run as they do in .venv.
+# The oldest (meta/runtime.yml's requires_ansible) also gets its `ansible` bundle: the lab's tests
+# run the site playbook with it once (a smoke run), and its awx.awx (which the newer bundles no
+# longer ship) lets ansible-lint and the syntax checks resolve awx/configure.yml.
+OLDEST_CORE := 2.19.14
+OLDEST_BUNDLE := 12.3.0
+CORE_RELEASES := $(OLDEST_CORE):3.11 2.20.10:3.12
+OLDEST_ENV := $(BUILD)/core-$(OLDEST_CORE)
+EXTRA_COLLECTIONS := $(BUILD)/extra-collections
 
-core-envs: $(foreach release,$(CORE_RELEASES),$(BUILD)/core-$(release)/.stamp)
+core-envs: $(foreach pair,$(CORE_RELEASES),$(BUILD)/core-$(word 1,$(subst :, ,$(pair)))/.stamp) \
+	$(EXTRA_COLLECTIONS)/ansible_collections/awx/awx/MANIFEST.json
 $(BUILD)/core-%/.stamp: tests/requirements-core.txt
 	@rm -rf $(BUILD)/core-$*
-	@python=$$(tests/lab/find-python $(CORE_PYTHON)) && $$python -m venv $(BUILD)/core-$*
-	$(BUILD)/core-$*/bin/pip install -q --disable-pip-version-check ansible-core==$* -r tests/requirements-core.txt
+	@python=$$(tests/lab/find-python $(word 2,$(subst :, ,$(filter $*:%,$(CORE_RELEASES))))) && \
+	  $$python -m venv $(BUILD)/core-$*
+	$(BUILD)/core-$*/bin/pip install -q --disable-pip-version-check ansible-core==$* \
+	  $(if $(filter $*,$(OLDEST_CORE)),ansible==$(OLDEST_BUNDLE)) -r tests/requirements-core.txt
+	@touch $@
+
+$(EXTRA_COLLECTIONS)/ansible_collections/awx/awx/MANIFEST.json: $(OLDEST_ENV)/.stamp
+	@rm -rf $(EXTRA_COLLECTIONS) && mkdir -p $(EXTRA_COLLECTIONS)/ansible_collections/awx
+	cp -a $(OLDEST_ENV)/lib/python3*/site-packages/ansible_collections/awx/awx $(EXTRA_COLLECTIONS)/ansible_collections/awx/
 	@touch $@
 
 # each release's ansible-test fetches the pip bootstrap its own version names (see ANSIBLE_TEST_GET_PIP)
 core-checks: core-envs ansible-test-env fake-nvml
-	@failed=; for release in $(CORE_RELEASES); do \
+	@failed=; for pair in $(CORE_RELEASES); do \
+	  release=$${pair%%:*}; python=$${pair##*:}; \
 	  env=$(CURDIR)/$(BUILD)/core-$$release; \
 	  pip=$$(sed -n "s/.*pip='\([0-9.]*\)'.*/\1/p" $$env/lib/python3*/site-packages/ansible_test/_internal/python_requirements.py | head -1); \
 	  [ -n "$$pip" ] || { echo "core-checks: ansible-test $$release names no pip version (python_requirements.py changed?)"; exit 1; }; \
 	  cp tests/lab/ansible-test/get_pip.py $(HOME)/.ansible/test/cache/get_pip_$$(echo $$pip | tr . _).py || exit 1; \
 	  (cd $(AT_ROOT) && PATH=$$env/bin:$$PATH $(CURDIR)/$(PHASE) "sanity (ansible-core $$release)" \
-	    ansible-test sanity --python $(CORE_PYTHON) --color no) || failed="$$failed sanity-$$release"; \
+	    ansible-test sanity --python $$python --color no) || failed="$$failed sanity-$$release"; \
 	  (cd $(AT_ROOT) && PATH=$$env/bin:$$PATH $(CURDIR)/$(PHASE) "units (ansible-core $$release)" \
-	    ansible-test units --python $(CORE_PYTHON) --color no) || failed="$$failed units-$$release"; \
+	    ansible-test units --python $$python --color no) || failed="$$failed units-$$release"; \
 	done; \
 	if [ -n "$$failed" ]; then echo "core-checks failed:$$failed"; exit 1; fi
 

@@ -41,10 +41,17 @@ def test_every_collection_the_content_calls_is_a_dependency():
     assert foreign <= set(_yaml("galaxy.yml")["dependencies"]), foreign
 
 
-def test_requires_ansible_names_the_tested_core():
+def test_requires_ansible_names_the_oldest_tested_core():
+    """The oldest release make test runs (the Makefile's OLDEST_CORE, first of CORE_RELEASES) is
+    the one meta/runtime.yml requires; the main environment runs a newer one."""
+    with open(os.path.join(REPO, "Makefile"), encoding="utf-8") as handle:
+        makefile = handle.read()
+    oldest = re.search(r"^OLDEST_CORE := (\d+\.\d+)\.\d+$", makefile, re.M).group(1)
+    assert re.search(r"^CORE_RELEASES := \$\(OLDEST_CORE\):3\.\d+ ", makefile, re.M)
+    assert _yaml("meta/runtime.yml")["requires_ansible"] == ">=%s.0" % oldest
     with open(os.path.join(REPO, "requirements.txt"), encoding="utf-8") as handle:
-        tested = re.search(r"^ansible-core==(\d+\.\d+)\.", handle.read(), re.M).group(1)
-    assert _yaml("meta/runtime.yml")["requires_ansible"] == ">=%s.0" % tested
+        main = re.search(r"^ansible-core==(\d+)\.(\d+)\.", handle.read(), re.M).groups()
+    assert tuple(int(n) for n in main) > tuple(int(n) for n in oldest.split("."))
 
 
 def test_the_description_does_not_call_shipped_features_planned():

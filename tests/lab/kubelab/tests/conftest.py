@@ -45,6 +45,9 @@ LAB_GPU_NODES = {
     "gpuops-lab-l40s": {"profile": "l40s-x4", "gpus": 4, "product": "NVIDIA-L40S",
                         "driver": "580.95.05", "uuids": L40S_UUIDS, "allocation": "device-plugin"},
 }
+# the oldest ansible-core of the supported range (the Makefile's; make core-envs builds its environment)
+with open(os.path.join(REPO, "Makefile"), encoding="utf-8") as _makefile:
+    OLDEST_CORE = next(line.split(":=")[1].strip() for line in _makefile if line.startswith("OLDEST_CORE :="))
 TOOLBOX = os.environ.get("GPUOPS_TEST_IMAGE", "localhost/gpuops-lab/toolbox:1")
 
 
