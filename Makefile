@@ -33,13 +33,14 @@ APT_PACKAGES := podman runc conmon netavark aardvark-dns catatonit containernetw
 COLLECTION_SOURCES := galaxy.yml README.md LICENSE $(shell find meta plugins roles playbooks \
 	changelogs -type f -not -path '*/__pycache__/*' 2>/dev/null)
 
-.PHONY: help lab lab-down test deps apt venv fake-nvml images collection sanity lint units core-envs core-checks \
+.PHONY: help lab lab-down test deps apt venv fake-nvml images collection docs sanity lint units core-envs core-checks \
 	lab-tests lab-parts-tests lab-cluster-tests lane-checks integration molecule clean ansible-test-env apt-repo runtime-binaries go-binaries
 
 help:
 	@echo "make lab      run the site playbook on the built-in lab (simulated GPU nodes)"
 	@echo "make test     set everything up and run the whole test suite"
 	@echo "make lab-down remove the lab's containers"
+	@echo "make docs     build the collection's documentation site (.build/docs/build/html)"
 
 ## ---- set-up -------------------------------------------------------------------------------
 deps: apt venv
@@ -90,6 +91,16 @@ $(COLLECTIONS)/ansible_collections/gpuops/nvidia/MANIFEST.json: $(VENV)/.stamp $
 	$(BIN)/ansible-galaxy collection build --force --output-path $(BUILD) >/dev/null
 	$(BIN)/ansible-galaxy collection install --offline --force -p $(COLLECTIONS) $(TARBALL) >/dev/null
 	@echo "installed gpuops.nvidia $(VERSION) into $(COLLECTIONS)"
+
+# The collection's documentation site, from the modules', plugins' and roles' own docs, as Ansible's
+# docs site builds a collection's (antsibull-docs, then Sphinx; any error or warning fails it):
+# open .build/docs/build/html/index.html.
+docs: collection
+	@rm -rf $(BUILD)/docs && mkdir -p $(BUILD)/docs
+	cd $(BUILD)/docs && export ANSIBLE_COLLECTIONS_PATH=$(CURDIR)/$(COLLECTIONS) && \
+	  $(CURDIR)/$(BIN)/antsibull-docs sphinx-init --use-current --squash-hierarchy --fail-on-error \
+	    --title "gpuops.nvidia" --dest-dir . gpuops.nvidia >/dev/null && ./build.sh
+	@echo "the documentation site: $(BUILD)/docs/build/html/index.html"
 
 ## ---- the lab ------------------------------------------------------------------------------
 # The GPU nodes, the cluster built from Kubernetes' source (the nodes join it before the host

@@ -72,3 +72,74 @@ def test_a_launcher_picks_from_fixed_choices_and_sets_nothing_else():
     asked = {q["variable"] for q in spec}
     assert asked == {"driver_version", "driver_branch", "gpuops_upgrade_max_parallel", "gpuops_upgrade_canary",
                      "gpuops_upgrade_cuda_version", "gpuops_upgrade_retry_failed"}
+
+
+def _argument_specs():
+    """The variables the upgrade playbook takes: its own argument spec (playbooks/vars/) and the
+    target's (the driver role's main entry point)."""
+    import yaml  # pylint: disable=import-outside-toplevel
+    with open(os.path.join(REPO, "playbooks", "vars", "upgrade_arguments.yml"), encoding="utf-8") as handle:
+        specs = dict(yaml.safe_load(handle)["gpuops_upgrade_argument_spec"])
+    with open(os.path.join(REPO, "roles", "driver", "meta", "argument_specs.yml"), encoding="utf-8") as handle:
+        specs.update(yaml.safe_load(handle)["argument_specs"]["main"]["options"])
+    return specs
+
+
+def _accepts(spec, value):
+    """Whether the argument spec takes the value an AWX survey or job template passes (strings
+    from a multiple choice, numbers from an integer question): the conversions
+    validate_argument_spec makes."""
+    kind = spec.get("type", "str")
+    if kind == "bool":
+        ok = isinstance(value, bool) or str(value).lower() in ("true", "false", "yes", "no", "1", "0")
+    elif kind == "int":
+        ok = isinstance(value, int) or str(value).isdigit()
+    else:
+        ok = isinstance(value, str)
+    return ok and ("choices" not in spec or value in spec["choices"])
+
+
+def test_the_survey_and_the_job_templates_set_only_variables_the_argument_specs_take():
+    """Each survey question names a variable of the upgrade playbook's argument spec or the
+    driver role's, of a compatible type, and every choice, bound and default is a value that spec
+    accepts; so do the job templates' fixed extra_vars."""
+    import yaml  # pylint: disable=import-outside-toplevel
+    with open(os.path.join(REPO, "awx", "configure.yml"), encoding="utf-8") as handle:
+        play = yaml.safe_load(handle)[0]
+    specs = _argument_specs()
+    for question in play["vars"]["awx_upgrade_survey"]["spec"]:
+        spec = specs.get(question["variable"])
+        assert spec is not None, f"survey variable {question['variable']} is in no argument spec"
+        if question["type"] == "integer":
+            assert spec["type"] == "int", question
+            values = [question["min"], question["max"], question.get("default", question["min"])]
+        else:
+            choices = question["choices"]
+            if isinstance(choices, str):
+                choices = play["vars"][choices.strip("{} ")]
+            values = list(choices) + ([question["default"]] if "default" in question else [])
+        for value in values:
+            assert _accepts(spec, value), (question["variable"], value, spec)
+    templates = [t["awx.awx.job_template"] for t in play["tasks"] if "awx.awx.job_template" in t]
+    loop = next(t["loop"] for t in play["tasks"] if "awx.awx.job_template" in t)
+    assert templates and loop
+    for item in loop:
+        if item["playbook"] == "upgrade.yml":
+            for variable, value in item.get("extra_vars", {}).items():
+                assert variable in specs and _accepts(specs[variable], value), (item, variable)
+
+
+def test_the_upgrade_playbook_refuses_a_bad_variable_by_its_argument_spec(tmp_path):
+    """What a survey cannot send but -e can: the argument spec names the variable and its
+    choices, and the run stops in its first play, before any node is contacted."""
+    inventory = tmp_path / "hosts.ini"
+    inventory.write_text("[gpu_nodes]\ngpu-01 ansible_host=192.0.2.1\n")
+    res = subprocess.run([os.path.join(BIN, "ansible-playbook"), "-i", str(inventory),
+                          os.path.join(REPO, "playbooks", "upgrade.yml"), "-e", "driver_version=580.95.05",
+                          "-e", "gpuops_upgrade_phase=everything", "-e", "gpuops_upgrade_retry_failed=maybe"],
+                         cwd=REPO, capture_output=True, text=True, check=False, timeout=120)
+    out = res.stdout + res.stderr
+    assert res.returncode != 0, out
+    assert "gpuops_upgrade_phase" in out and "all, canary, rest" in out, out
+    assert "gpuops_upgrade_retry_failed" in out, out
+    assert "Gather the facts" not in out and "UNREACHABLE" not in out, out

@@ -58,6 +58,7 @@ class PKI:
                     .public_key(key.public_key()).serial_number(x509.random_serial_number())
                     .not_valid_before(_now()).not_valid_after(_now() + datetime.timedelta(days=VALID_DAYS))
                     .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+                    .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
                     .add_extension(x509.KeyUsage(digital_signature=True, key_cert_sign=True, crl_sign=True,
                                                  content_commitment=False, key_encipherment=False,
                                                  data_encipherment=False, key_agreement=False,
@@ -85,7 +86,11 @@ class PKI:
                    .public_key(key.public_key()).serial_number(x509.random_serial_number())
                    .not_valid_before(_now()).not_valid_after(_now() + datetime.timedelta(days=VALID_DAYS))
                    .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-                   .add_extension(x509.ExtendedKeyUsage(usages), critical=False))
+                   .add_extension(x509.ExtendedKeyUsage(usages), critical=False)
+                   # (as kubeadm's: Python 3.13's ssl verifies strictly and refuses a chain without them)
+                   .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
+                   .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(self.ca_key.public_key()),
+                                  critical=False))
         sans = [x509.DNSName(n) for n in server_names] + \
             [x509.IPAddress(ipaddress.ip_address(i)) for i in server_ips]
         if sans:
