@@ -95,11 +95,26 @@ $(COLLECTIONS)/ansible_collections/gpuops/nvidia/MANIFEST.json: $(VENV)/.stamp $
 # The collection's documentation site, from the modules', plugins' and roles' own docs, as Ansible's
 # docs site builds a collection's (antsibull-docs, then Sphinx; any error or warning fails it):
 # open .build/docs/build/html/index.html.
+# Its links to Ansible's own docs (each module's "common return values", the environment variables
+# page, M() and seealso references to ansible.builtin and kubernetes.core) resolve through the
+# intersphinx inventories named in the conf.py that sphinx-init writes; Sphinx fetches them from
+# docs.python.org, jinja.palletsprojects.com and docs.ansible.com, and where it cannot (offline)
+# it reads the local copies that conf.py names as the alternative, ../<name>.inv. Those are
+# written here (tests/lab/docs_inventories.py): ansible_devel.inv holds the docs.ansible.com
+# targets this site links to (a label=page of Ansible's docs, or a module's FQCN); the others hold
+# no target, as the site links to none. A reference to anything not listed still fails the offline build: add it below.
+# The build's progress goes to .build/docs/build.log; its warnings and errors (stderr) show here.
 docs: collection
 	@rm -rf $(BUILD)/docs && mkdir -p $(BUILD)/docs
 	cd $(BUILD)/docs && export ANSIBLE_COLLECTIONS_PATH=$(CURDIR)/$(COLLECTIONS) && \
 	  $(CURDIR)/$(BIN)/antsibull-docs sphinx-init --use-current --squash-hierarchy --fail-on-error \
-	    --title "gpuops.nvidia" --dest-dir . gpuops.nvidia >/dev/null && ./build.sh
+	    --title "gpuops.nvidia" --dest-dir . gpuops.nvidia >/dev/null && \
+	  $(CURDIR)/$(BIN)/python $(CURDIR)/tests/lab/docs_inventories.py . \
+	    common_return_values=reference_appendices/common_return_values.html \
+	    ansible_configuration_settings=reference_appendices/config.html \
+	    ansible.builtin.apt ansible.builtin.deb822_repository ansible.builtin.reboot \
+	    kubernetes.core.k8s kubernetes.core.k8s_drain kubernetes.core.k8s_info && \
+	  ./build.sh >build.log
 	@echo "the documentation site: $(BUILD)/docs/build/html/index.html"
 
 ## ---- the lab ------------------------------------------------------------------------------

@@ -15,7 +15,7 @@ options:
   kubeconfig:
     description:
       - The kubeconfig file. Without it and O(host), C(KUBECONFIG), then C(~/.kube/config), then
-        the in-cluster service account. The C(gpuops.nvidia.k8s_auth) lookup gives these options
+        the in-cluster service account. The P(gpuops.nvidia.k8s_auth#lookup) lookup gives these options
         from the C(gpuops_kube*) variables.
     type: path
   context:

@@ -8,38 +8,6 @@ from __future__ import annotations
 
 __metaclass__ = type
 
-DOCUMENTATION = r"""
----
-name: finding_lines
-short_description: Findings as lines of text, errors first
-version_added: 0.1.0
-description:
-  - "Turns a list of findings (as M(gpuops.nvidia.gpu_info), M(gpuops.nvidia.preflight) and
-    M(gpuops.nvidia.cdi_spec_check) return them) into one line each,
-    C([severity] subject: message (fix: ...)), ordered by severity."
-author:
-  - gpuops.nvidia maintainers (@gpuops)
-options:
-  _input:
-    description: A list of findings.
-    type: list
-    elements: dict
-    required: true
-"""
-
-EXAMPLES = r"""
-- name: Print the pre-flight findings
-  ansible.builtin.debug:
-    msg: "{{ preflight.findings | gpuops.nvidia.finding_lines }}"
-"""
-
-RETURN = r"""
-_value:
-  description: One line per finding, errors first.
-  type: list
-  elements: str
-"""
-
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpuops.nvidia.plugins.module_utils.report import findings

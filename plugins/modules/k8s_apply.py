@@ -14,7 +14,7 @@ short_description: Apply a set of Kubernetes objects server-side, leave others' 
 version_added: 0.5.0
 description:
   - The one step every Kubernetes role of this collection ends with (through the role
-    C(gpuops.nvidia.k8s_objects)), in one call over one connection to the API server.
+    P(gpuops.nvidia.k8s_objects#role)), in one call over one connection to the API server.
   - "Shared cluster-scoped objects (C(Namespace), C(RuntimeClass), C(PriorityClass),
     C(CustomResourceDefinition)) that exist and do not carry the label
     C(app.kubernetes.io/managed-by: gpuops.nvidia) were made by someone else (the GPU Operator,

@@ -65,7 +65,7 @@ options:
     description:
       - Reset a GPU whose MIG mode change is pending (with C(nvidia-smi -r -i)), when no process uses it.
       - A reset drops every MIG instance of the GPU and fails while a client such as
-        C(nvidia-persistenced) or DCGM holds it; stop those first (the C(gpuops.nvidia.mig) role does).
+        C(nvidia-persistenced) or DCGM holds it; stop those first (the P(gpuops.nvidia.mig#role) role does).
     type: bool
     default: false
   profile_record:
@@ -96,7 +96,7 @@ attributes:
     description: A second run with the same config reports C(changed=false).
 notes:
   - GPU and compute instances do not survive a GPU reset or a reboot, and on Hopper and later GPUs the MIG
-    mode does not either. The C(gpuops.nvidia.mig) role installs a boot unit that applies the config again.
+    mode does not either. The P(gpuops.nvidia.mig#role) role installs a boot unit that applies the config again.
   - Compute-instance profiles (C(1c.3g.40gb)) are not supported; each GPU instance gets one compute
     instance of its full size, as the device plugin's MIG strategies expect.
 seealso:

@@ -21,7 +21,7 @@ description:
   - Where the host has GPUs of more than one model, each layout has one entry per model, selected by
     C(device-filter) (the PCI device id).
   - NVML reports profiles only while a GPU's MIG mode is on. For GPUs whose MIG is off the profiles
-    another GPU of the same model reports are used, or those the C(gpuops.nvidia.mig) module recorded
+    another GPU of the same model reports are used, or those the M(gpuops.nvidia.mig) module recorded
     on an earlier run (O(profile_record)); GPUs with none are listed in RV(unknown) and only get
     C(all-disabled) and C(all-enabled).
   - Changes nothing on the host.
@@ -32,7 +32,7 @@ requirements:
 options:
   profile_record:
     description:
-      - The record of MIG profiles the C(gpuops.nvidia.mig) module keeps. Empty string ignores it.
+      - The record of MIG profiles the M(gpuops.nvidia.mig) module keeps. Empty string ignores it.
       - A record an earlier release kept at C(/var/lib/gpuops-nvidia/mig-profiles.json) is read where it is.
     type: str
     default: /var/lib/gpuops/mig-profiles.json

@@ -80,7 +80,7 @@ options:
       - Also find the container runtime the toolkit will configure - C(auto) (the kubelet's, else
         the one that runs, else the one installed) or one by name - and return it as
         RV(container_runtime). Its problems are not findings of the driver plan and never fail this
-        module; the M(gpuops.nvidia.container_toolkit) role's pre-flight judges them.
+        module; the P(gpuops.nvidia.container_toolkit#role) role's pre-flight judges them.
       - Not probed when omitted.
     type: str
     choices: [auto, containerd, crio, docker]

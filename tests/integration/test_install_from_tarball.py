@@ -2,7 +2,7 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Installed the way users install it: ansible-galaxy installs the built tarball into an empty
 collections path, with its dependencies from a local collection source (a directory of tarballs,
-tests/lab/collection-source) and nothing else - not the `ansible` bundle's copies
+tests/lab/collection_source.py) and nothing else - not the `ansible` bundle's copies
 (ANSIBLE_COLLECTIONS_SCAN_SYS_PATH off), not the checkout's .build/collections. What the tarball
 declares is what gets installed: a dependency the content uses but galaxy.yml does not declare is
 missing there, and the playbooks that use it fail. (The lab's tests run the site playbook from
@@ -48,7 +48,7 @@ def _syntax(env, playbook, cwd):
 def source(tmp_path_factory):
     """The local collection source: gpuops.nvidia's tarball and kubernetes.core's."""
     out = tmp_path_factory.mktemp("source")
-    subprocess.run([sys.executable, os.path.join(REPO, "tests", "lab", "collection-source"), BIN, str(out),
+    subprocess.run([sys.executable, os.path.join(REPO, "tests", "lab", "collection_source.py"), BIN, str(out),
                     "kubernetes.core"], check=True, capture_output=True, text=True, timeout=300)
     tarball, = glob.glob(str(out / "gpuops-nvidia-*.tar.gz"))
     return out, tarball

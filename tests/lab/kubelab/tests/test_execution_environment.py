@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 """The execution environment, built for real and used the way AWX uses it.
 
-tests/lab/ee/build builds execution-environment.yml with ansible-builder and podman (the lab's
+tests/lab/ee/build.py builds execution-environment.yml with ansible-builder and podman (the lab's
 own Debian base and a local collection source stand in for the registry and Galaxy the lab cannot
 reach; everything else comes from the definition and the collection's declared dependencies).
 Then ansible-runner runs jobs in that image as AWX's job runner does: a private data directory
@@ -30,7 +30,7 @@ RUNNER = os.path.join(REPO, ".venv", "bin", "ansible-runner")
 
 @pytest.fixture(scope="module")
 def image(lab_only):
-    res = subprocess.run([sys.executable, os.path.join(LAB, "ee", "build"), IMAGE], capture_output=True, text=True,
+    res = subprocess.run([sys.executable, os.path.join(LAB, "ee", "build.py"), IMAGE], capture_output=True, text=True,
                          timeout=1200, check=False)
     assert res.returncode == 0, res.stdout[-6000:] + res.stderr[-4000:]
     return IMAGE
@@ -69,8 +69,8 @@ def private_data(lab_only, gpu_nodes, tmp_path_factory):
         assert address and node in gpu_nodes
         hostvars.update(ansible_connection="ssh", ansible_host=address, ansible_user="root")
     hosts_file.write_text(yaml.safe_dump(inventory))
-    (pdd / "env" / "envvars").write_text(yaml.safe_dump({"ANSIBLE_HOST_KEY_CHECKING": "False",
-                                                          "ANSIBLE_NOCOLOR": "1"}))
+    envvars = {"ANSIBLE_HOST_KEY_CHECKING": "False", "ANSIBLE_NOCOLOR": "1"}
+    (pdd / "env" / "envvars").write_text(yaml.safe_dump(envvars))
     return pdd
 
 

@@ -152,8 +152,8 @@ def test_the_site_runs_job_log_reads_as_a_per_node_story(lab_only, gpu_nodes):
     assert re.search(r"2 node\(s\): 2 healthy; \d changed", summary), summary
 
 
-def test_the_oldest_ansible_core_runs_the_site_playbook_from_its_tarball_and_changes_nothing(lab_only, gpu_nodes,
-                                                                                              tmp_path):
+def test_the_oldest_ansible_core_runs_the_site_playbook_from_its_tarball_and_changes_nothing(
+        lab_only, gpu_nodes, tmp_path):
     """The smoke run of the supported range's oldest release (the Makefile's OLDEST_CORE, with its
     `ansible` bundle) on the lab make lab left: the collection built by that release's
     ansible-galaxy and installed from its tarball, with kubernetes.core (its dependency) and
@@ -166,7 +166,7 @@ def test_the_oldest_ansible_core_runs_the_site_playbook_from_its_tarball_and_cha
     require(os.path.isfile(os.path.join(env_bin, "ansible-playbook")), f"ansible-core {OLDEST_CORE}'s environment",
             "make core-envs")
     source, collections = tmp_path / "source", tmp_path / "collections"
-    subprocess.run([os.path.join(env_bin, "python"), os.path.join(LAB, "collection-source"), env_bin, str(source),
+    subprocess.run([os.path.join(env_bin, "python"), os.path.join(LAB, "collection_source.py"), env_bin, str(source),
                     "kubernetes.core", "containers.podman"], check=True, capture_output=True, text=True, timeout=300)
     requirements = tmp_path / "requirements.yml"
     requirements.write_text("collections:\n" + "".join(f"  - {{name: {path}, type: file}}\n"

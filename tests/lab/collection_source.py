@@ -1,7 +1,6 @@
-#!/usr/bin/env python3
 """A local collection source, as an air-gapped site keeps one: a directory of collection tarballs.
 
-  tests/lab/collection-source BIN OUT NAME...
+  tests/lab/collection_source.py BIN OUT NAME...
 
 Builds gpuops.nvidia's tarball from this checkout and one tarball for each collection NAME (e.g.
 kubernetes.core) from the copy the `ansible` bundle installed in BIN's Python, with BIN's

@@ -1,14 +1,13 @@
-#!/usr/bin/env python3
 """Builds the execution environment of execution-environment.yml for real, as a platform team
 builds its AWX image, with what the lab can reach: ansible-builder build, then podman.
 
-  tests/lab/ee/build [TAG]        (default localhost/gpuops-nvidia-ee:lab; context in .build/ee)
+  tests/lab/ee/build.py [TAG]        (default localhost/gpuops-nvidia-ee:lab; context in .build/ee)
 
 Only what no registry or Galaxy server here can give is swapped, in a copy of the definition:
 - the base image: tests/lab/ee/Containerfile.base, Debian 13 from the lab's own image with pip and
   this machine's trust store (the file keeps the usual AWX base for users);
 - the collections: gpuops.nvidia's tarball and kubernetes.core from a local collection source
-  (tests/lab/collection-source), installed offline;
+  (tests/lab/collection_source.py), installed offline;
 - the package manager: apt-get (the usual bases use dnf), and pip from Debian's package.
 Everything else comes from the definition and the collection as users get them: ansible-core and
 ansible-runner from the ranges it names, the Python packages and the system packages (bindep) the
@@ -45,7 +44,7 @@ def main():
     project = os.path.join(work, "definition")
     collections = os.path.join(project, "collections")
     os.makedirs(collections)
-    built = subprocess.run([os.path.join(BIN, "python"), os.path.join(REPO, "tests", "lab", "collection-source"), BIN,
+    built = subprocess.run([os.path.join(BIN, "python"), os.path.join(REPO, "tests", "lab", "collection_source.py"), BIN,
                             collections, "kubernetes.core"], check=True, capture_output=True, text=True).stdout.split()
     with open(os.path.join(REPO, "execution-environment.yml"), encoding="utf-8") as handle:
         definition = yaml.safe_load(handle)
