@@ -80,8 +80,10 @@ def test_describe_errors(monkeypatch, tmp_path):
 
 
 def fake_driver(root, profile, *extra, user=None, check=True):
-    argv = [sys.executable, str(HELPER), "--root", str(root), "--payload", str(BUILD_DIR), "--package-files",
-            *extra]
+    # (as another user: the system's python3, as on a node; the test's interpreter may live under
+    # root's home, e.g. a pyenv build, which that user cannot read)
+    python = "/usr/bin/python3" if user else sys.executable
+    argv = [python, str(HELPER), "--root", str(root), "--payload", str(BUILD_DIR), "--package-files", *extra]
     if profile:
         argv += ["--profile", str(profile_path(profile))]
     if user:
