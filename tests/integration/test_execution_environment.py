@@ -85,18 +85,14 @@ def _argument_specs():
     return specs
 
 
-def _accepts(spec, value):
+def _accepts(spec, name, value):
     """Whether the argument spec takes the value an AWX survey or job template passes (strings
-    from a multiple choice, numbers from an integer question): the conversions
-    validate_argument_spec makes."""
-    kind = spec.get("type", "str")
-    if kind == "bool":
-        ok = isinstance(value, bool) or str(value).lower() in ("true", "false", "yes", "no", "1", "0")
-    elif kind == "int":
-        ok = isinstance(value, int) or str(value).isdigit()
-    else:
-        ok = isinstance(value, str)
-    return ok and ("choices" not in spec or value in spec["choices"])
+    from a multiple choice, numbers from an integer question), by ansible-core's own validator (the
+    one validate_argument_spec runs)."""
+    from ansible.module_utils.common.arg_spec import ArgumentSpecValidator  # pylint: disable=import-outside-toplevel
+    allowed = ("type", "choices", "elements", "default", "required")
+    checked = ArgumentSpecValidator({name: {k: v for k, v in spec.items() if k in allowed}}).validate({name: value})
+    return not checked.error_messages
 
 
 def test_the_survey_and_the_job_templates_set_only_variables_the_argument_specs_take():
@@ -107,6 +103,9 @@ def test_the_survey_and_the_job_templates_set_only_variables_the_argument_specs_
     with open(os.path.join(REPO, "awx", "configure.yml"), encoding="utf-8") as handle:
         play = yaml.safe_load(handle)[0]
     specs = _argument_specs()
+    # (the check can fail: a value outside a spec's choices, a word for a number)
+    assert not _accepts(specs["gpuops_upgrade_phase"], "gpuops_upgrade_phase", "everything")
+    assert not _accepts(specs["gpuops_upgrade_max_parallel"], "gpuops_upgrade_max_parallel", "two")
     for question in play["vars"]["awx_upgrade_survey"]["spec"]:
         spec = specs.get(question["variable"])
         assert spec is not None, f"survey variable {question['variable']} is in no argument spec"
@@ -119,14 +118,14 @@ def test_the_survey_and_the_job_templates_set_only_variables_the_argument_specs_
                 choices = play["vars"][choices.strip("{} ")]
             values = list(choices) + ([question["default"]] if "default" in question else [])
         for value in values:
-            assert _accepts(spec, value), (question["variable"], value, spec)
+            assert _accepts(spec, question["variable"], value), (question["variable"], value, spec)
     templates = [t["awx.awx.job_template"] for t in play["tasks"] if "awx.awx.job_template" in t]
     loop = next(t["loop"] for t in play["tasks"] if "awx.awx.job_template" in t)
     assert templates and loop
     for item in loop:
         if item["playbook"] == "upgrade.yml":
             for variable, value in item.get("extra_vars", {}).items():
-                assert variable in specs and _accepts(specs[variable], value), (item, variable)
+                assert variable in specs and _accepts(specs[variable], variable, value), (item, variable)
 
 
 def test_the_upgrade_playbook_refuses_a_bad_variable_by_its_argument_spec(tmp_path):

@@ -70,6 +70,12 @@ class PKI:
             self.ca_key = serialization.load_pem_private_key(f.read(), None)
         with open(ca_crt, "rb") as f:
             self.ca_cert = x509.load_pem_x509_certificate(f.read())
+        try:
+            self.ca_cert.extensions.get_extension_for_class(x509.SubjectKeyIdentifier)
+        except x509.ExtensionNotFound:
+            raise SystemExit(f"the lab's CA ({ca_crt}) predates key identifiers, which Python 3.13's strict "
+                             "certificate checks need: run `make lab-down` (it removes the cluster and its "
+                             "certificates), then make lab or make test again") from None
 
     def path(self, name):
         return os.path.join(self.dir, name)
