@@ -138,13 +138,14 @@ options:
     default: app.kubernetes.io/managed-by=gpuops.nvidia
   maintenance:
     description:
-      - What the node is taken out of service for - a driver upgrade, or a GPU allocation switch
-        (the playbook C(gpuops.nvidia.allocation)). O(state=drained) records it in the node's
+      - What the node is taken out of service for - a driver upgrade, a GPU allocation switch
+        (the playbook C(gpuops.nvidia.allocation)), or a remediation of a GPU failure (the playbook
+        C(gpuops.nvidia.remediate)). O(state=drained) records it in the node's
         annotation C(gpuops.nvidia/maintenance) when it starts one, so that each playbook resumes
         and retries only the nodes its own kind of maintenance left midway or failed.
     type: str
     default: driver
-    choices: [driver, allocation]
+    choices: [driver, allocation, remediation]
   poll_interval:
     description: Seconds between looks while waiting for a slot or for jobs.
     type: int
@@ -283,7 +284,7 @@ def main():
             operand_namespace=dict(type="str", default=""),
             operand_selector=dict(type="str", default="app.kubernetes.io/managed-by=gpuops.nvidia"),
             poll_interval=dict(type="int", default=10),
-            maintenance=dict(type="str", default="driver", choices=["driver", "allocation"]),
+            maintenance=dict(type="str", default="driver", choices=["driver", "allocation", "remediation"]),
         ),
         supports_check_mode=True,
     )

@@ -43,7 +43,7 @@ def test_ansible_builder_creates_the_build_context(tmp_path):
 
 def test_the_awx_material_parses():
     for path in ("awx/configure.yml", "awx/playbooks/site.yml", "awx/playbooks/audit.yml",
-                 "awx/playbooks/upgrade.yml", "awx/playbooks/validate.yml"):
+                 "awx/playbooks/upgrade.yml", "awx/playbooks/validate.yml", "awx/playbooks/remediate.yml"):
         res = subprocess.run([os.path.join(BIN, "ansible-playbook"), "--syntax-check", path], cwd=REPO,
                              capture_output=True, text=True, check=False)
         assert res.returncode == 0, path + ": " + res.stdout[-2000:] + res.stderr[-2000:]
@@ -72,6 +72,15 @@ def test_a_launcher_picks_from_fixed_choices_and_sets_nothing_else():
     asked = {q["variable"] for q in spec}
     assert asked == {"driver_version", "driver_branch", "gpuops_upgrade_max_parallel", "gpuops_upgrade_canary",
                      "gpuops_upgrade_cuda_version", "gpuops_upgrade_retry_failed"}
+    # the remediation's template (Event-Driven Ansible launches it): one question, the alert as a
+    # bounded text the playbook parses and checks; nothing else can be set
+    loop = next(t["loop"] for t in play["tasks"] if "awx.awx.job_template" in t)
+    remediate = [item for item in loop if item["playbook"] == "remediate.yml"]
+    assert len(remediate) == 1 and remediate[0]["survey"] is True
+    assert remediate[0]["survey_spec"].strip("{} ") == "awx_remediate_survey"
+    questions = play["vars"]["awx_remediate_survey"]["spec"]
+    assert [(q["variable"], q["type"], q["max"]) for q in questions] == [
+        ("gpuops_remediation_alert_json", "textarea", 16384)]
 
 
 def _argument_specs():
@@ -126,6 +135,12 @@ def test_the_survey_and_the_job_templates_set_only_variables_the_argument_specs_
         if item["playbook"] == "upgrade.yml":
             for variable, value in item.get("extra_vars", {}).items():
                 assert variable in specs and _accepts(specs[variable], variable, value), (item, variable)
+    with open(os.path.join(REPO, "playbooks", "vars", "remediate_arguments.yml"), encoding="utf-8") as handle:
+        remediate_specs = yaml.safe_load(handle)["gpuops_remediate_argument_spec"]
+    for question in play["vars"]["awx_remediate_survey"]["spec"]:
+        spec = remediate_specs.get(question["variable"])
+        assert spec is not None and spec["type"] == "str", question
+        assert _accepts(spec, question["variable"], '{"node": "gpu-01", "finding": "xid", "action": "gpu-reset"}')
 
 
 def test_the_upgrade_playbook_refuses_a_bad_variable_by_its_argument_spec(tmp_path):

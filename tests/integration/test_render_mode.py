@@ -251,8 +251,8 @@ def _installed_collection_differs():
     return None
 
 
-def _render(work, name, extra_vars, directory=None):
-    """ansible-playbook site.yml --tags cluster,operands in render mode, with the podman trap."""
+def _render(work, name, extra_vars, directory=None, tags="cluster,operands"):
+    """ansible-playbook site.yml --tags cluster,operands (or tags) in render mode, with the podman trap."""
     directory = directory or str(work / name / "render")
     trap = work / name / "trap"
     trap.mkdir(parents=True, exist_ok=True)
@@ -269,7 +269,7 @@ def _render(work, name, extra_vars, directory=None):
     variables = {"gpuops_render_dir": directory, "gpuops_kubeconfig": str(trap / "no-such-kubeconfig"),
                  "gpu_allocation": "device-plugin"}
     variables.update(extra_vars)
-    argv = [os.path.join(BIN, "ansible-playbook"), "-i", LAB_INVENTORY, SITE, "--tags", "cluster,operands",
+    argv = [os.path.join(BIN, "ansible-playbook"), "-i", LAB_INVENTORY, SITE, "--tags", tags,
             "-e", json.dumps(variables)]
     proc = subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True, timeout=600, check=False)
     return Render(name, directory, proc, trap_log)

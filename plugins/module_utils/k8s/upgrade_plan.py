@@ -33,7 +33,8 @@ IN_PROGRESS = STATES[1:-1]
 # which maintenance took the node through those states (the node_upgrade module writes it when it
 # starts one): a run resumes and retries only its own kind; none written is a driver upgrade
 MAINTENANCE_ANNOTATION = "gpuops.nvidia/maintenance"
-MAINTENANCE_PLAYBOOKS = {"driver": "gpuops.nvidia.upgrade", "allocation": "gpuops.nvidia.allocation"}
+MAINTENANCE_PLAYBOOKS = {"driver": "gpuops.nvidia.upgrade", "allocation": "gpuops.nvidia.allocation",
+                         "remediation": "gpuops.nvidia.remediate"}
 
 
 class PlanError(ValueError):

@@ -34,6 +34,37 @@ XID_CATALOG = {
     120: ("GSP error", True, "drain the node and reset the GPU; update the driver if it recurs"),
 }
 
+# What each failure calls for on a node (the alerts' and the remediation planner's action class),
+# mildest first: NVIDIA's XID catalogue names a "resolution bucket" per XID (docs.nvidia.com/deploy/
+# xid-errors, "Analyzing Xid Errors with the Xid Catalog": RESTART_APP, RESET_GPU, RESTART_BM (a
+# node reboot), CONTACT_SUPPORT ...); quarantine is this collection's name for "take the node out
+# and open an RMA".
+ACTIONS = ("none", "restart-workload", "gpu-reset", "node-reboot", "quarantine")
+XID_ACTIONS = {
+    13: "restart-workload", 31: "restart-workload", 43: "restart-workload", 45: "none",
+    48: "gpu-reset", 61: "gpu-reset", 62: "gpu-reset", 63: "gpu-reset", 64: "quarantine",
+    74: "gpu-reset", 79: "node-reboot", 92: "none", 94: "restart-workload", 95: "gpu-reset",
+    109: "restart-workload", 119: "gpu-reset", 120: "gpu-reset",
+}
+FINDING_ACTIONS = {
+    "ecc_uncorrectable": "gpu-reset", "row_remap_pending": "gpu-reset", "nvlink_down": "gpu-reset",
+    "row_remap_failure": "quarantine", "gpu_lost": "node-reboot", "gpu_missing": "node-reboot",
+    "pcie_link_degraded": "none", "throttle_thermal": "none", "throttle_hw_slowdown": "none",
+    "throttle_power_brake": "none", "throttle_power_cap": "none", "ecc_uncorrectable_history": "none",
+}
+
+
+def action_of(code: str, xid=None) -> str:
+    """The action class of a finding (of an XID's, when xid is given): the XID's own bucket first,
+    else the finding's, else none. Raises ValueError for an XID the table does not know."""
+    if xid is not None:
+        xid = int(xid)
+        if xid not in XID_ACTIONS:
+            raise ValueError("XID %d has no action class; look it up in NVIDIA's XID catalogue" % xid)
+        return XID_ACTIONS[xid]
+    return FINDING_ACTIONS.get(code, "none")
+
+
 _THROTTLE_FINDINGS = {
     "hw_slowdown": ("throttle_hw_slowdown", "warning",
                     "hardware slowdown is active (clocks cut by half or more)",
@@ -51,6 +82,8 @@ _THROTTLE_FINDINGS = {
                      "clocks are capped by the power limit",
                      "normal under heavy load; raise the power limit only if the hardware allows it"),
 }
+# what to do about each slowdown finding (the alert rules' descriptions)
+SLOWDOWN_FIXES = {code: fix for code, _severity, _message, fix in _THROTTLE_FINDINGS.values()}
 
 # XIDs that are the driver's report of an event an NVML reading also shows: one event, one finding
 # (NVIDIA, "GPU Memory Error Management": XID 48 is an uncorrectable (double-bit) ECC error, 94 and
