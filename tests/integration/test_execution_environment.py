@@ -135,8 +135,8 @@ def test_the_survey_and_the_job_templates_set_only_variables_the_argument_specs_
         if item["playbook"] == "upgrade.yml":
             for variable, value in item.get("extra_vars", {}).items():
                 assert variable in specs and _accepts(specs[variable], variable, value), (item, variable)
-    with open(os.path.join(REPO, "playbooks", "vars", "remediate_arguments.yml"), encoding="utf-8") as handle:
-        remediate_specs = yaml.safe_load(handle)["gpuops_remediate_argument_spec"]
+    with open(os.path.join(REPO, "playbooks", "remediate.yml"), encoding="utf-8") as handle:
+        remediate_specs = yaml.safe_load(handle)[0]["vars"]["gpuops_remediate_argument_spec"]
     for question in play["vars"]["awx_remediate_survey"]["spec"]:
         spec = remediate_specs.get(question["variable"])
         assert spec is not None and spec["type"] == "str", question

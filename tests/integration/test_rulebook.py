@@ -88,12 +88,13 @@ class Rig:
             "name": "Record what the rulebook hands over", "hosts": "localhost", "gather_facts": False,
             "tasks": [{"name": "Record", "ansible.builtin.lineinfile": {
                 "path": str(self.calls), "create": True, "mode": "0644",
-                "line": "{{ {'alert': gpuops_remediation_alert, 'variables': query('ansible.builtin.varnames', "
-                        "'^gpuops_.*')} | to_json }}"}}]}]))
+                "line": "{{ {'alert': gpuops_remediation_alert, 'report': gpuops_remediation_report, "
+                        "'variables': query('ansible.builtin.varnames', '^gpuops_.*')} | to_json }}"}}]}]))
         (work / "inventory.ini").write_text("localhost ansible_connection=local ansible_python_interpreter=%s\n"
                                             % sys.executable)
         (work / "vars.yml").write_text(yaml.safe_dump({"gpuops_eda_port": self.eda_port, "gpuops_eda_token": TOKEN,
-                                                       "gpuops_eda_playbook": str(recorder)}))
+                                                       "gpuops_eda_playbook": str(recorder),
+                                                       "gpuops_eda_report": str(work / "report.jsonl")}))
         (work / "alertmanager.yml").write_text(yaml.safe_dump({
             "route": {"receiver": "gpuops", "group_by": ["node"], "group_wait": "1s", "group_interval": "1s",
                       "repeat_interval": "1h"},
@@ -189,6 +190,7 @@ def test_a_burst_from_alertmanager_starts_one_remediation_per_node(rig):
     assert node2["labels"]["UUID"] == "GPU-gpu-node-2-0" and node2["labels"]["alertname"] == "GPURowRemapFailure"
     # Alertmanager's own fingerprint and start time, so the playbook can tell a repeat from a new failure
     assert len(node2["fingerprint"]) == 16 and node2["starts_at"].startswith("20")
+    assert {call["report"] for call in calls} == {str(rig.work / "report.jsonl")}
     node1 = [call["alert"] for call in calls if call["alert"]["node"] == "gpu-node-1"][0]
     assert node1["labels"]["gpu"] in ("0", "1", "2")
 
@@ -236,5 +238,6 @@ def test_the_token_is_in_no_playbook_variable_and_no_log(rig):
     assert rig.recorded(), "no remediation was recorded"
     for call in rig.recorded():
         assert TOKEN not in json.dumps(call)
+        assert "gpuops_eda_token" not in call["variables"], call["variables"]
     assert TOKEN not in rig.log()
     assert TOKEN not in (rig.work / "alertmanager.log").read_text()

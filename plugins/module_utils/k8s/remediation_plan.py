@@ -46,6 +46,9 @@ MAX_ATTEMPTS = 20
 STATES = ("remediation-required", "remediation-waiting", "remediation-in-progress", "remediation-done",
           "remediation-failed", "quarantined", "ignored")
 DEFAULT_POLICY = {"window_s": 86400, "max_action": "quarantine", "escalate": True}
+# a remediation of the node in progress for less than this is waited for (an older one is taken as
+# a run that died, and this one goes on: the engine resumes the node from its labels)
+IN_PROGRESS_S = 3600
 # what each action does, for the plan's lines (the engine's states say where a node is)
 STEPS = {
     "none": [],
@@ -216,9 +219,18 @@ def plan(alert: dict, node: dict | None, inventory: dict | None = None, policy: 
     action = alert["action"]
     if action == "none":
         return done("the alert asks for no action (%s)" % alert["finding"])
+    # another remediation of this node is under way (another alert of it, a moment later)
+    started = parse_time(record.get("at"))
+    if record.get("state") == "remediation-in-progress" and started is not None \
+            and now_time - started < datetime.timedelta(seconds=IN_PROGRESS_S):
+        result["wanted"] = action
+        result["waiting_for"] = "remediation"  # (its record stays the running one's)
+        return done("another remediation of %s is in progress since %s (%s): this alert waits for it; still "
+                    "firing, it comes back" % (name, record.get("at"), record.get("action")), "remediation-waiting")
     # another maintenance of the engine (a driver upgrade, an allocation switch) holds the node
     if maintenance and maintenance != "remediation":
         result["wanted"] = action
+        result["waiting_for"] = maintenance
         return done("%s is in a %s maintenance (%s): the remediation waits until it is done; the alert, "
                     "still firing, brings it back" % (name, maintenance, node_labels.get(upgrade_plan.STATE_LABEL)
                                                       or "no state yet"), "remediation-waiting")

@@ -15,6 +15,7 @@ from ansible_collections.gpuops.nvidia.plugins.module_utils.report import findin
 # XID meanings from NVIDIA's XID catalogue (the ones seen on datacenter fleets), and whether the
 # XID means the GPU needs attention before it takes work again.
 XID_CATALOG = {
+    8: ("GPU stopped processing (channel idle timeout)", False, "restart the application; report it if it recurs"),
     13: ("graphics engine exception", False, "usually an application fault; check the job's logs"),
     31: ("GPU memory page fault", False, "usually an application fault; check the job's logs"),
     43: ("GPU stopped processing", False, "usually an application fault; the GPU recovers"),
@@ -29,22 +30,27 @@ XID_CATALOG = {
     92: ("high single-bit ECC error rate", False, "watch ECC counters; plan a replacement if it grows"),
     94: ("contained ECC error", True, "restart the affected application; reset the GPU when drained"),
     95: ("uncontained ECC error", True, "drain the node and reset the GPU"),
-    109: ("context switch timeout", False, "usually an application fault; check the job's logs"),
+    109: ("context switch timeout", True, "reset the GPU once drained; report it if it recurs"),
     119: ("GSP RPC timeout", True, "drain the node and reset the GPU; update the driver if it recurs"),
     120: ("GSP error", True, "drain the node and reset the GPU; update the driver if it recurs"),
 }
 
 # What each failure calls for on a node (the alerts' and the remediation planner's action class),
-# mildest first: NVIDIA's XID catalogue names a "resolution bucket" per XID (docs.nvidia.com/deploy/
-# xid-errors, "Analyzing Xid Errors with the Xid Catalog": RESTART_APP, RESET_GPU, RESTART_BM (a
-# node reboot), CONTACT_SUPPORT ...); quarantine is this collection's name for "take the node out
-# and open an RMA".
+# mildest first. NVIDIA's XID catalogue ("Analyzing Xid Errors with the Xid Catalog",
+# docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html, column "Resolution Bucket
+# (Immediate Action)") gives each XID its automatable action: RESTART_APP -> restart-workload,
+# RESET_GPU -> gpu-reset, RESTART_BM (restart bare metal) -> node-reboot, IGNORE -> none. Where the
+# catalogue names a workflow, the collection takes its first step: WORKFLOW_XID_48 (solo: RESET_GPU),
+# WORKFLOW_NVLINK_ERR (a GPU reset), WORKFLOW_XID_45 (follow the other XID: none). XID 64 (row remap
+# failure: RESET_GPU, then CONTACT_SUPPORT) is quarantined instead: NVIDIA's "RMA Policy Thresholds
+# for Row Remapping" makes a remapping failure an RMA criterion. XID 154 names its own recovery
+# action in its message, which DCGM_FI_DEV_XID_ERRORS does not carry: it has no alert.
+# quarantine is this collection's name for "take the node out and open an RMA".
 ACTIONS = ("none", "restart-workload", "gpu-reset", "node-reboot", "quarantine")
 XID_ACTIONS = {
-    13: "restart-workload", 31: "restart-workload", 43: "restart-workload", 45: "none",
-    48: "gpu-reset", 61: "gpu-reset", 62: "gpu-reset", 63: "gpu-reset", 64: "quarantine",
-    74: "gpu-reset", 79: "node-reboot", 92: "none", 94: "restart-workload", 95: "gpu-reset",
-    109: "restart-workload", 119: "gpu-reset", 120: "gpu-reset",
+    8: "restart-workload", 13: "restart-workload", 31: "restart-workload", 43: "none", 45: "none",
+    48: "gpu-reset", 62: "gpu-reset", 63: "none", 64: "quarantine", 74: "gpu-reset", 79: "node-reboot",
+    92: "none", 94: "restart-workload", 95: "gpu-reset", 109: "gpu-reset", 119: "gpu-reset", 120: "gpu-reset",
 }
 FINDING_ACTIONS = {
     "ecc_uncorrectable": "gpu-reset", "row_remap_pending": "gpu-reset", "nvlink_down": "gpu-reset",

@@ -15,6 +15,9 @@
                                              GPU, lists no process) starts holding the GPU, or
                                              that GPU or compute instance (which must exist)
   fake-nvml-busy [PROFILE] --clear [--gpu ID] [--pid PID]
+  fake-nvml-xid [PROFILE] --gpu ID --xid N   the GPU reports XID N now (the driver's report of a
+                                             fault): NVML event sets registered for XIDs deliver
+                                             it; a GPU reset or a reboot clears it
                                              it stops (without --pid: everything; without
                                              --gpu: on every GPU)
 
@@ -82,6 +85,7 @@ class Lab:
         self.lib.gpuopsFakeNvmlSetBusy.argtypes = [ctypes.c_char_p, ctypes.c_int, ctypes.c_int, ctypes.c_uint,
                                                    ctypes.c_char_p, ctypes.c_ulonglong, ctypes.c_char_p]
         self.lib.gpuopsFakeNvmlClearBusy.argtypes = [ctypes.c_char_p, ctypes.c_uint]
+        self.lib.gpuopsFakeNvmlInjectXid.argtypes = [ctypes.c_char_p, ctypes.c_uint]
         self._initialized = False
 
     def check(self, rc, what):
@@ -153,11 +157,30 @@ def busy_main(argv):
     return 0
 
 
+def xid_main(argv):
+    parser = argparse.ArgumentParser(prog="fake-nvml-xid", description="a GPU reports an XID")
+    parser.add_argument("profile", nargs="?")
+    parser.add_argument("--gpu", metavar="ID", required=True)
+    parser.add_argument("--xid", type=int, required=True)
+    args = parser.parse_args(argv)
+    if args.profile:
+        select_profile(args.profile)
+    if args.xid <= 0:
+        raise Fail("--xid must be an XID number above 0")
+    lab = Lab()
+    lab.check(lab.lib.gpuopsFakeNvmlInjectXid(lab.uuid(args.gpu).encode(), args.xid),
+              "GPU %s could not report XID %d" % (args.gpu, args.xid))
+    print("fake-nvml: GPU %s reported XID %d" % (args.gpu, args.xid))
+    return 0
+
+
 def main(argv):
     tool = os.path.basename(argv[0])
     try:
         if argv[1:2] == ["busy"] or tool.startswith("fake-nvml-busy"):
             return busy_main(argv[2:] if argv[1:2] == ["busy"] else argv[1:])
+        if argv[1:2] == ["xid"] or tool.startswith("fake-nvml-xid"):
+            return xid_main(argv[2:] if argv[1:2] == ["xid"] else argv[1:])
         return reset_main(argv[1:])
     except Fail as exc:
         print("%s: %s" % (tool if tool.startswith("fake-nvml") else "fake-nvml-reset", exc), file=sys.stderr)

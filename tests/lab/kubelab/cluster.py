@@ -173,9 +173,9 @@ class Cluster:
         elif st != "running":
             podman("start", CP)
         sh(CP, "timeout 60 systemctl is-system-running --wait >/dev/null 2>&1 || true")
-        sh(CP, "dpkg -s prometheus iproute2 >/dev/null 2>&1 || { apt-get update -qq && "
-               "DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus iproute2 "
-               ">/dev/null; }", timeout=900)
+        sh(CP, "dpkg -s prometheus prometheus-alertmanager iproute2 >/dev/null 2>&1 || { apt-get update -qq && "
+               "DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus "
+               "prometheus-alertmanager iproute2 >/dev/null; }", timeout=900)
         changed = set()
         for name, path in (("kube-apiserver", "kubernetes"), ("kube-controller-manager", "kubernetes"),
                            ("kube-scheduler", "kubernetes"), ("etcd", "etcd"), ("kwok", "kwok")):
@@ -216,7 +216,7 @@ class Cluster:
         with open(os.path.join(HERE, "prom_targets.py"), "rb") as f:
             if put(CP, "/usr/local/lib/gpuops-lab/prom_targets.py", f.read(), 0o644):
                 changed.add("gpuops-lab-prom-targets")
-        sh(CP, f"mkdir -p {os.path.dirname(manifests.PROMETHEUS_TARGETS)} && "
+        sh(CP, f"mkdir -p {manifests.PROMETHEUS_RULES} {os.path.dirname(manifests.PROMETHEUS_TARGETS)} && "
                f"{{ test -s {manifests.PROMETHEUS_TARGETS} || echo '[]' > {manifests.PROMETHEUS_TARGETS}; }}")
         if put(CP, "/etc/systemd/system/gpuops-lab-prom-targets.service",
                unit("gpuops lab: Prometheus targets of the DCGM exporters (EndpointSlices)",

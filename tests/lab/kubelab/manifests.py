@@ -65,14 +65,21 @@ def cni_config(subnet):
 
 
 PROMETHEUS_TARGETS = "/etc/prometheus/targets/dcgm-exporter.json"
+# the rule files Prometheus loads (the alerts role's plain rule file goes there) and its
+# Alertmanager (Debian's prometheus-alertmanager, beside it)
+PROMETHEUS_RULES = "/etc/prometheus/rules"
+ALERTMANAGER = "localhost:9093"
 
 
 def prometheus_config():
     """Prometheus (Debian's package) in the control-plane container: itself, and every endpoint of
     a DCGM exporter Service, from the target file prom_targets.py keeps from the API's
-    EndpointSlices (Debian's build has no Kubernetes service discovery; see there)."""
+    EndpointSlices (Debian's build has no Kubernetes service discovery; see there); the rule files
+    in PROMETHEUS_RULES, alerts to Debian's Alertmanager beside it."""
     return json.dumps({
         "global": {"scrape_interval": "10s", "evaluation_interval": "10s"},
+        "rule_files": [PROMETHEUS_RULES + "/*.yml"],
+        "alerting": {"alertmanagers": [{"static_configs": [{"targets": [ALERTMANAGER]}]}]},
         "scrape_configs": [
             {"job_name": "prometheus", "static_configs": [{"targets": ["localhost:9090"]}]},
             {"job_name": "dcgm-exporter", "honor_labels": False,

@@ -1,7 +1,9 @@
 /*
  * Event sets. XID events listed in the profile ("xid_events") are queued
  * once per event set when a device registers nvmlEventTypeXidCriticalError;
- * once drained, waits time out.
+ * XIDs the lab injects later (gpuopsFakeNvmlInjectXid, kept in the state
+ * file until the GPU's reset) are delivered by the waits that follow; with
+ * nothing to deliver, waits time out.
  */
 #include "fake.h"
 
@@ -15,6 +17,7 @@
 struct nvmlEventSet_st {
     struct nvmlEventSet_st *next;
     unsigned long long registered[FAKE_MAX_GPUS];
+    unsigned seen[FAKE_MAX_GPUS]; /* injected XIDs of each GPU already delivered (or before registering) */
     unsigned head, tail;
     struct {
         int gpu;
@@ -23,6 +26,22 @@ struct nvmlEventSet_st {
 };
 
 static struct nvmlEventSet_st *sets;
+
+/* the number of XIDs injected on GPU g since its reset (state file); with out, copies up to max of them */
+static unsigned injected(const fake_gpu_t *g, unsigned *out, unsigned max)
+{
+    unsigned n = 0;
+    if (fake_state_open(&fake_state, fake_node.state_path, 0) == NVML_SUCCESS) {
+        fake_gpu_state_t *s = fake_state_gpu(&fake_state, g);
+        if (s) {
+            n = s->nxid;
+            for (unsigned k = 0; out && k < n && k < max; k++)
+                out[k] = s->xid[k];
+        }
+    }
+    fake_state_close(&fake_state);
+    return n;
+}
 
 static int set_valid(nvmlEventSet_t set)
 {
@@ -95,6 +114,8 @@ nvmlReturn_t nvmlDeviceRegisterEvents(nvmlDevice_t device, unsigned long long ev
     idx = (int)(g - fake_node.gpus);
     if ((eventTypes & nvmlEventTypeXidCriticalError) &&
         !(set->registered[idx] & nvmlEventTypeXidCriticalError)) {
+        /* XIDs injected before the registration are not this set's */
+        set->seen[idx] = injected(g, NULL, 0);
         for (unsigned k = 0; k < g->nxids && set->tail < QMAX; k++) {
             set->q[set->tail].gpu = idx;
             set->q[set->tail].type = nvmlEventTypeXidCriticalError;
@@ -122,6 +143,25 @@ static nvmlReturn_t wait_event(nvmlEventSet_t set, nvmlEventData_t *data, int v2
     /* drop events of GPUs that a re-init with a smaller profile removed */
     while (set->head < set->tail && (unsigned)set->q[set->head].gpu >= fake_node.gpu_count)
         set->head++;
+    if (set->head == set->tail) {
+        /* the XIDs injected since the last wait, of the GPUs registered for them */
+        set->head = set->tail = 0;
+        for (unsigned i = 0; i < fake_node.gpu_count && i < FAKE_MAX_GPUS; i++) {
+            unsigned xids[FAKE_MAX_XIDS], n;
+            if (!(set->registered[i] & nvmlEventTypeXidCriticalError))
+                continue;
+            n = injected(&fake_node.gpus[i], xids, FAKE_MAX_XIDS);
+            if (n < set->seen[i]) /* reset since: what comes now is new */
+                set->seen[i] = 0;
+            for (unsigned k = set->seen[i]; k < n && set->tail < QMAX; k++) {
+                set->q[set->tail].gpu = (int)i;
+                set->q[set->tail].type = nvmlEventTypeXidCriticalError;
+                set->q[set->tail].data = xids[k];
+                set->tail++;
+            }
+            set->seen[i] = n;
+        }
+    }
     if (set->head < set->tail) {
         int gpu = set->q[set->head].gpu;
         data->device = &fake_dev_handles[gpu];

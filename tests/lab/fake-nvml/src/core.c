@@ -491,6 +491,7 @@ nvmlReturn_t fake_gpu_reset(const fake_gpu_t *g, fake_gpu_state_t *s)
     }
     memset(s->gi, 0, sizeof(s->gi));
     s->created = 0;
+    s->nxid = 0;
     return NVML_SUCCESS;
 }
 
@@ -508,6 +509,7 @@ void fake_gpu_reboot(const fake_gpu_t *g, fake_gpu_state_t *s)
     }
     memset(s->gi, 0, sizeof(s->gi));
     s->created = 0;
+    s->nxid = 0;
     s->persistence = -1;
 }
 
@@ -581,6 +583,29 @@ int gpuopsFakeNvmlResetGpu(const char *uuid)
         return NVML_ERROR_INVALID_ARGUMENT;
     r = with_node_state(uuid, do_reset, NULL);
     fake_call_log("reset", -1, uuid, (nvmlReturn_t)r);
+    return r;
+}
+
+static nvmlReturn_t do_xid(const fake_gpu_t *g, fake_gpu_state_t *s, void *arg)
+{
+    (void)g;
+    if (s->nxid >= FAKE_MAX_XIDS) /* the oldest goes: a GPU keeps the newest */
+        memmove(s->xid, s->xid + 1, sizeof(s->xid[0]) * --s->nxid);
+    s->xid[s->nxid++] = *(const unsigned *)arg;
+    return NVML_SUCCESS;
+}
+
+/* Test hook: the GPU with that UUID reports XID xid (as the driver does on a fault): event sets
+ * registered for nvmlEventTypeXidCriticalError on it deliver it; a GPU reset or a reboot clears
+ * what was injected. NOT_FOUND for a UUID the node does not have. */
+int gpuopsFakeNvmlInjectXid(const char *uuid, unsigned int xid)
+{
+    int r;
+    fake_trace(__func__);
+    if (!uuid || xid == 0)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    r = with_node_state(uuid, do_xid, &xid);
+    fake_call_log("xid", -1, uuid, (nvmlReturn_t)r);
     return r;
 }
 

@@ -20,6 +20,7 @@ int gpuopsFakeNvmlResetGpu(const char *uuid);
 int gpuopsFakeNvmlSetBusy(const char *uuid, int gi, int ci, unsigned int pid, const char *kind,
                           unsigned long long usedMiB, const char *name);
 int gpuopsFakeNvmlClearBusy(const char *uuid, unsigned int pid);
+int gpuopsFakeNvmlInjectXid(const char *uuid, unsigned int xid);
 int gpuopsFakeNvmlCalledFunctions(char *buf, unsigned int size);
 int gpuopsFakeNvmlDescribe(char *buf, unsigned int size);
 #pragma GCC visibility pop
@@ -207,6 +208,10 @@ typedef struct fake_gpu_state {
     unsigned created; /* GPU instances created since boot (drives the shuffled id scheme) */
     fake_gi_rec_t gi[FAKE_MAX_GI];
     fake_busy_rec_t busy[FAKE_MAX_BUSY];
+    /* XIDs the lab injected since the GPU's last reset or the node's boot (gpuopsFakeNvmlInjectXid),
+     * oldest first: event sets deliver those injected after they registered */
+    unsigned xid[FAKE_MAX_XIDS];
+    unsigned nxid;
 } fake_gpu_state_t;
 
 #define FAKE_STATE_MAX 64

@@ -9,6 +9,7 @@
  *   created <uuid> <n>              GPU instances created since boot
  *   busy <uuid> <gi> <ci> <pid> <compute|graphics|client> <used MiB> <name>
  *                                   a process or client holding the GPU (gi/ci -1: the GPU)
+ *   xid <uuid> <xid>                an XID the lab injected since the GPU's last reset (in order)
  *
  * Readers take a shared flock on "<state>.lock", writers an exclusive one and
  * replace the file atomically (write to a temporary file, then rename).
@@ -66,7 +67,11 @@ static void parse_state(fake_state_t *st, FILE *f)
         fake_gpu_state_t *g;
         char kind[16], name[64];
         unsigned long long mib;
-        if (sscanf(line, "persist %95s %d", uuid, &m1) == 2) {
+        if (sscanf(line, "xid %95s %u", uuid, &a) == 2) {
+            g = find_uuid(st, uuid, 1);
+            if (g && g->nxid < FAKE_MAX_XIDS)
+                g->xid[g->nxid++] = a;
+        } else if (sscanf(line, "persist %95s %d", uuid, &m1) == 2) {
             g = find_uuid(st, uuid, 1);
             if (g)
                 g->persistence = m1 ? 1 : 0;
@@ -170,6 +175,8 @@ nvmlReturn_t fake_state_commit(fake_state_t *st)
             fprintf(f, "persist %s %d\n", g->uuid, g->persistence);
         if (g->created)
             fprintf(f, "created %s %u\n", g->uuid, g->created);
+        for (unsigned k = 0; k < g->nxid; k++)
+            fprintf(f, "xid %s %u\n", g->uuid, g->xid[k]);
         for (unsigned k = 0; k < FAKE_MAX_BUSY; k++)
             if (g->busy[k].used)
                 fprintf(f, "busy %s %d %d %u %s %llu %s\n", g->uuid, g->busy[k].gi, g->busy[k].ci, g->busy[k].pid,

@@ -520,6 +520,7 @@ def test_deb_carries_the_driver_payload():
         "usr/sbin/gpuops-fake-driver",
         "usr/sbin/fake-nvml-reset",
         "usr/sbin/fake-nvml-busy",
+        "usr/sbin/fake-nvml-xid",
         "usr/sbin/gpuops-fake-procfs",
         "usr/lib/systemd/system/gpuops-fake-driver.service",
         "usr/lib/systemd/system/gpuops-fake-driver.path",

@@ -12,6 +12,7 @@
 //   - collects every DCGM_EXPORTER_INTERVAL / -c milliseconds (default 30000);
 //   - labels every series gpu, UUID, pci_bus_id, device, modelName, Hostname (the node's name from
 //     NODE_NAME, else the host name) and the fields listed as "label" (DCGM_FI_DRIVER_VERSION);
+//     DCGM_FI_DEV_XID_ERRORS (the last XID, a gauge) adds err_code and err_msg once there is one;
 //     MIG devices add GPU_I_PROFILE and GPU_I_ID;
 //   - with DCGM_EXPORTER_KUBERNETES=true / -k, attributes devices to pods through the kubelet's
 //     pod-resources API (/var/lib/kubelet/pod-resources/kubelet.sock) and adds pod, namespace and
@@ -328,6 +329,10 @@ func (e *exporter) collect() error {
 				continue
 			}
 			labels := append(append([]string{}, d.labels...), extra...)
+			if f.name == "DCGM_FI_DEV_XID_ERRORS" && v != 0 {
+				// as the real exporter's GPU collector does: the XID as err_code, its text as err_msg
+				labels = append(labels, fmt.Sprintf(`err_code="%d"`, int(v)), fmt.Sprintf(`err_msg="%s"`, esc(xidText(int(v)))))
+			}
 			for _, id := range d.ids {
 				if o, found := owners[id]; found {
 					labels = append(labels, o)
@@ -348,6 +353,22 @@ func (e *exporter) collect() error {
 	e.body, e.collected = b.String(), time.Now()
 	e.mu.Unlock()
 	return nil
+}
+
+// xidText names an XID as NVIDIA's XID catalogue describes it (the err_msg label); others are
+// "Unknown Error", as the real exporter says of an XID it has no text for.
+func xidText(xid int) string {
+	if t, found := map[int]string{
+		8: "GPU stopped processing", 13: "Graphics Engine Exception", 31: "GPU memory page fault",
+		43: "GPU stopped processing", 45: "Preemptive cleanup, due to previous errors",
+		48: "Double Bit ECC Error", 62: "Internal micro-controller halt", 63: "GPU memory remapping event",
+		64: "GPU memory remapping failure", 74: "NVLINK Error", 79: "GPU has fallen off the bus",
+		92: "High single-bit ECC error rate", 94: "Contained memory error", 95: "Uncontained memory error",
+		109: "Context Switch Timeout Error", 119: "GSP RPC Timeout", 120: "GSP Error",
+	}[xid]; found {
+		return t
+	}
+	return "Unknown Error"
 }
 
 // watchXids keeps the last XID of every GPU (DCGM_FI_DEV_XID_ERRORS).

@@ -191,3 +191,14 @@ def test_an_alertmanager_alert_as_it_is_takes_the_playbooks_shape():
                                 "fingerprint": "0123456789abcdef"}
     assert rp.alert_of(alert()) == alert()
     assert rp.alert_of("text") == "text"
+
+
+def test_a_remediation_in_progress_is_waited_for_unless_it_is_stale():
+    running = {"state": "remediation-in-progress", "at": "2026-12-05T11:50:00Z", "action": "gpu-reset",
+               "attempts": [attempt("gpu-reset", "2026-12-05T11:50:00Z", result="in-progress", fingerprint="other")]}
+    result = rp.plan(alert("node-reboot", fingerprint="f2"), node(running, unschedulable=True), INVENTORY, now=NOW)
+    assert (result["action"], result["state"], result["wanted"]) == ("none", "remediation-waiting", "node-reboot")
+    assert result["reason"].startswith("another remediation of gpu-node-1 is in progress since 2026-12-05T11:50:00Z")
+    stale = dict(running, at="2026-12-05T09:00:00Z")
+    assert rp.plan(alert("node-reboot", fingerprint="f2"), node(stale, unschedulable=True), INVENTORY,
+                   now=NOW)["action"] != "none"
