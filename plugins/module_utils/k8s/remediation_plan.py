@@ -211,18 +211,20 @@ def plan(alert: dict, node: dict | None, inventory: dict | None = None, policy: 
                     "quarantined")
     # the same notification again (Alertmanager repeats a firing alert)
     key = (alert.get("fingerprint") or "", alert.get("starts_at") or "")
+    started = parse_time(record.get("at"))
+    running = record.get("state") == "remediation-in-progress" and started is not None \
+        and now_time - started < datetime.timedelta(seconds=IN_PROGRESS_S)
     for attempt in record["attempts"]:
+        # (an attempt left in progress by a run that died is not handled: this one resumes it)
         if key != ("", "") and (attempt.get("fingerprint") or "", attempt.get("starts_at") or "") == key \
-                and attempt.get("result") in ("done", "in-progress"):
+                and (attempt.get("result") == "done" or (attempt.get("result") == "in-progress" and running)):
             return done("this alert (fingerprint %s, firing since %s) was handled at %s: nothing to do"
                         % (key[0] or "-", key[1] or "-", attempt.get("at")), record.get("state") or "ignored")
     action = alert["action"]
     if action == "none":
         return done("the alert asks for no action (%s)" % alert["finding"])
     # another remediation of this node is under way (another alert of it, a moment later)
-    started = parse_time(record.get("at"))
-    if record.get("state") == "remediation-in-progress" and started is not None \
-            and now_time - started < datetime.timedelta(seconds=IN_PROGRESS_S):
+    if running:
         result["wanted"] = action
         result["waiting_for"] = "remediation"  # (its record stays the running one's)
         return done("another remediation of %s is in progress since %s (%s): this alert waits for it; still "
@@ -237,17 +239,29 @@ def plan(alert: dict, node: dict | None, inventory: dict | None = None, policy: 
     # the same GPU (the node, for an alert about no one GPU) within the window
     window = datetime.timedelta(seconds=int(policy["window_s"]))
 
-    # (a retry of this alert, after a run that failed midway, resumes with the same action)
+    # what escalates: remediations of the same GPU that were carried out (done) within the window,
+    # before this alert began - the GPU failed again after them. A failed attempt (no slot, a
+    # PodDisruptionBudget, a held GPU) proves nothing about the GPU, and a retry of this alert
+    # resumes with the same action.
+    began = parse_time(alert.get("starts_at"))
+
     def recent(attempt):
         at = parse_time(attempt.get("at"))
         same = (attempt.get("uuid") == uuid) if uuid else True
         retry = key != ("", "") and (attempt.get("fingerprint") or "", attempt.get("starts_at") or "") == key
-        return same and not retry and at is not None and now_time - at <= window and attempt.get("result") != "skipped"
+        return (same and not retry and at is not None and now_time - at <= window and attempt.get("result") == "done"
+                and (began is None or at < began))
     previous = [a for a in record["attempts"] if recent(a)]
     result["attempts_within_window"] = len(previous)
     if policy.get("escalate", True):
         action, escalated_from = _escalated(action, previous)
         result["escalated_from"] = escalated_from
+    # a node left cordoned by a failed remediation: the next alert of it resumes that remediation
+    # (a milder alert does not replace it, nor its record's reason)
+    failed = record.get("action") if record.get("state") == "remediation-failed" else None
+    if failed in LADDER and _rank(failed) > _rank(action):
+        result["resumes"] = failed
+        action = failed
     if _rank(action) > _rank(policy["max_action"]):
         result["reason"] = ("%s calls for %s, above the policy's max_action %s: the node is only reported"
                             % (alert["finding"], action, policy["max_action"]))
@@ -258,6 +272,8 @@ def plan(alert: dict, node: dict | None, inventory: dict | None = None, policy: 
     result["steps"] = list(STEPS[action])
     result["state"] = "remediation-required"
     why = "%s on GPU %s (%s)" % (alert["finding"], gpu if gpu is not None else "-", uuid or "no UUID")
+    if result.get("resumes"):
+        why += "; resumes the failed %s of the node (%s)" % (result["resumes"], record.get("reason") or "no reason recorded")
     if result["escalated_from"]:
         why += ": %d attempt(s) on it within %ds, so %s becomes %s" % (
             len(previous), window.total_seconds(), result["escalated_from"], action)

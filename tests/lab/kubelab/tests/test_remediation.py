@@ -30,6 +30,20 @@ PROMETHEUS = "http://127.0.0.1:9090"
 TOKEN = "gpuops-lab-eda-7f3c9a21"
 STATE = "/var/lib/gpuops-fake-nvml/state"
 RECORD = "gpuops.nvidia/remediation"
+# what a remediation writes on the node (its record, the engine's state and maintenance): put back
+# as they were when the tests end, so the tests after these find the node as make lab left it
+NODE_KEYS = ("gpuops.nvidia/", "nvidia.com/gpu-driver-upgrade")
+
+
+@pytest.fixture(scope="module")
+def l40s_as_it_was(lab_only):
+    """The L40S's labels and annotations as they were, back after this module's tests (and
+    uncordoned: every test here ends with the node back in service, or fails saying why)."""
+    saved = lab_only.node_meta(L40S)
+    yield saved
+    lab_only.restore_node_meta(L40S, saved, NODE_KEYS)
+    lab_only.run("uncordon", L40S)
+    _podman("exec", L40S, "fake-nvml-busy", "--clear", check=False)
 
 
 def _podman(*args, check=True, input=None):  # pylint: disable=redefined-builtin
@@ -53,7 +67,7 @@ def _free_port():
 
 
 @pytest.fixture(scope="module")
-def loop(lab_only, tmp_path_factory):
+def loop(lab_only, l40s_as_it_was, tmp_path_factory):  # pylint: disable=unused-argument
     """The rules on the lab's Prometheus, its Alertmanager pointed at a rulebook on this machine."""
     kube = lab_only
     work = tmp_path_factory.mktemp("remediation")
@@ -139,8 +153,13 @@ def test_an_xid_that_needs_a_gpu_reset_is_remediated_end_to_end(loop, gpu_nodes)
     # the GPU was reset: the fake driver's record of the XID is gone with it
     state = _podman("exec", L40S, "cat", STATE).stdout
     assert f"xid {uuid} 95" not in state
-    # the JSON report on the controller says the same
-    lines = [json.loads(line) for line in loop["report"].read_text().splitlines()]
+    # the JSON report on the controller says the same (its line is written just after the record)
+
+    def report():
+        text = loop["report"].read_text() if loop["report"].exists() else ""
+        found = [json.loads(line) for line in text.splitlines()]
+        return found if len(found) >= 2 else None
+    lines = kube.wait(report, timeout=60, what="the remediation's lines in the JSON report")
     assert [(line["state"], line["action"]) for line in lines] == [
         ("remediation-in-progress", "gpu-reset"), ("remediation-done", "gpu-reset")]
     # and the alert resolves (the exporter, restarted on the reset GPU, has no XID)
@@ -149,7 +168,8 @@ def test_an_xid_that_needs_a_gpu_reset_is_remediated_end_to_end(loop, gpu_nodes)
     assert kube.advertised_gpus(L40S, gpu_nodes[L40S]["allocation"]) == str(gpu_nodes[L40S]["gpus"])
 
 
-def test_a_remediation_that_fails_midway_stays_cordoned_with_its_reason_and_the_next_run_resumes(lab_only, tmp_path):
+def test_a_remediation_that_fails_midway_stays_cordoned_with_its_reason_and_the_next_run_resumes(
+        lab_only, l40s_as_it_was, tmp_path):  # pylint: disable=unused-argument
     """The GPU held by a client (as DCGM's host engine would): nvidia-smi refuses the reset, the
     node stays cordoned, labelled remediation-failed with the reason in its record; once the GPU is
     free the same alert, again, resumes the node and finishes."""

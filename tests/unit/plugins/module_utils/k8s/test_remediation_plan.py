@@ -202,3 +202,29 @@ def test_a_remediation_in_progress_is_waited_for_unless_it_is_stale():
     stale = dict(running, at="2026-12-05T09:00:00Z")
     assert rp.plan(alert("node-reboot", fingerprint="f2"), node(stale, unschedulable=True), INVENTORY,
                    now=NOW)["action"] != "none"
+
+
+def test_an_attempt_left_in_progress_by_a_run_that_died_is_resumed():
+    died = {"state": "remediation-in-progress", "at": "2026-12-05T09:00:00Z", "action": "gpu-reset",
+            "attempts": [attempt("gpu-reset", "2026-12-05T09:00:00Z", result="in-progress", fingerprint="f1",
+                                 starts_at="2026-12-05T11:58:00.123456789Z")]}
+    result = rp.plan(alert("gpu-reset"), node(died, unschedulable=True), INVENTORY, now=NOW)
+    assert (result["action"], result["escalated_from"]) == ("gpu-reset", None)
+    running = dict(died, at="2026-12-05T11:59:00Z")
+    assert rp.plan(alert("gpu-reset"), node(running, unschedulable=True), INVENTORY, now=NOW)["action"] == "none"
+
+
+def test_failed_attempts_and_remediations_after_the_alert_began_do_not_escalate():
+    record = {"state": "remediation-done",
+              "attempts": [attempt("gpu-reset", "2026-12-05T10:00:00Z", result="failed", fingerprint="a"),
+                           attempt("gpu-reset", "2026-12-05T11:59:00Z", fingerprint="b")]}
+    result = rp.plan(alert("gpu-reset", starts_at="2026-12-05T11:58:00Z"), node(record), INVENTORY, now=NOW)
+    assert (result["action"], result["escalated_from"]) == ("gpu-reset", None)
+
+
+def test_a_milder_alert_resumes_the_failed_remediation_of_a_cordoned_node():
+    failed = {"state": "remediation-failed", "action": "gpu-reset", "reason": "GPU could not be reset",
+              "attempts": [attempt("gpu-reset", "2026-12-05T11:00:00Z", result="failed", fingerprint="a")]}
+    result = rp.plan(alert("restart-workload", fingerprint="b"), node(failed, unschedulable=True), INVENTORY, now=NOW)
+    assert (result["action"], result["resumes"]) == ("gpu-reset", "gpu-reset")
+    assert "resumes the failed gpu-reset of the node (GPU could not be reset)" in result["reason"]
