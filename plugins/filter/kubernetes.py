@@ -39,6 +39,10 @@ the logic is tested there and the roles stay a readable sequence.
   MIG manager does it in node labels (module_utils/mig/cluster.py).
 - ``dcgm_metrics(extra)``, ``dcgm_metrics_errors(rows)``, ``dcgm_metrics_csv(rows)``,
   ``dcgm_metric_names(rows)``: the DCGM exporter's counters file.
+- ``remediation_alert(event)``, ``remediation_alert_errors(alert)``, ``remediation_plan(alert, node,
+  inventory, policy, now)``, ``remediation_record(plan, node, alert, state, result, now)``,
+  ``remediation_plan_lines(plan)``: what to do about a GPU alert on a node, and the node's record of
+  it (module_utils/k8s/remediation_plan.py).
 """
 
 from __future__ import annotations
@@ -52,6 +56,7 @@ from ansible_collections.gpuops.nvidia.plugins.module_utils.k8s import device_pl
 from ansible_collections.gpuops.nvidia.plugins.module_utils.k8s import objects as k8s_objects
 from ansible_collections.gpuops.nvidia.plugins.module_utils.mig import cluster as mig_cluster
 from ansible_collections.gpuops.nvidia.plugins.module_utils.k8s import node_checks
+from ansible_collections.gpuops.nvidia.plugins.module_utils.k8s import remediation_plan
 from ansible_collections.gpuops.nvidia.plugins.module_utils.k8s import node_labels
 
 __metaclass__ = type
@@ -66,6 +71,11 @@ def _plain(value):
     if isinstance(value, list):
         return [_plain(item) for item in value]
     return value
+
+
+def remediation_record(plan, node=None, alert=None, state="remediation-done", result="done", now=None):
+    """The node's remediation record once the plan reached STATE (the plan first, as filters take it)."""
+    return remediation_plan.record(node, plan, alert or {}, state, result, now)
 
 
 def _wrap(func, name):
@@ -188,5 +198,10 @@ class FilterModule:
             "dcgm_metrics_errors": dcgm_fields.errors,
             "dcgm_metrics_csv": dcgm_fields.to_csv,
             "dcgm_metric_names": dcgm_fields.metric_names,
+            "remediation_alert": remediation_plan.alert_of,
+            "remediation_alert_errors": remediation_plan.alert_errors,
+            "remediation_plan": remediation_plan.plan,
+            "remediation_record": remediation_record,
+            "remediation_plan_lines": remediation_plan.lines,
         }
         return {name: _wrap(func, name) for name, func in table.items()}

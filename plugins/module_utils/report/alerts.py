@@ -55,22 +55,28 @@ def _rule(alert: str, expr: str, finding: str, summary: str, fix: str, duration:
                           **{key: str(value) for key, value in labels.items()})
     rule["annotations"] = {"summary": summary, "description": fix,
                            "fields": ", ".join(fields)}
-    return rule
+    return rule, tuple(fields)
 
 
 def _xid_rules() -> list:
-    rules = []
+    """(rule, the fields it reads) of every XID the collection maps."""
+    found = []
     for xid in sorted(health.XID_ACTIONS):
         meaning, _critical, fix = health.XID_CATALOG[xid]
-        rules.append(_rule(
+        found.append(_rule(
             "GPUXidError", "DCGM_FI_DEV_XID_ERRORS == %d" % xid, health.XID_EVENTS.get(xid, "xid"),
             "the GPU reported XID %d (%s)" % (xid, meaning), fix,
             fields=("DCGM_FI_DEV_XID_ERRORS",), xid=xid))
-    return rules
+    return found
 
 
 def rules() -> list:
     """Every alert rule, in a stable order."""
+    return [rule for rule, _needs in _rules()]
+
+
+def _rules() -> list:
+    """(rule, the exporter fields it reads) of every alert rule."""
     found = _xid_rules()
     found.append(_rule(
         "GPUUncorrectableECC", "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL > 0", "ecc_uncorrectable",
@@ -125,10 +131,8 @@ def rule_groups(interval: str = "") -> list:
 def fields() -> list:
     """The dcgm-exporter fields the rules read."""
     names = []
-    for rule in rules():
-        for name in rule["annotations"]["fields"].split(", "):
-            if name not in names:
-                names.append(name)
+    for _entry, needs in _rules():
+        names.extend(name for name in needs if name not in names)
     return names
 
 
@@ -137,8 +141,8 @@ def missing_fields(exported: list) -> list:
     [{'alert', 'finding', 'fields'}]."""
     have = set(exported or [])
     result = []
-    for rule in rules():
-        lacking = [name for name in rule["annotations"]["fields"].split(", ") if name not in have]
+    for rule, needs in _rules():
+        lacking = [name for name in needs if name not in have]
         if lacking:
             result.append({"alert": rule["alert"], "finding": rule["labels"]["finding"], "fields": lacking})
     return result

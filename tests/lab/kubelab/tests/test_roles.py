@@ -568,8 +568,8 @@ def test_a_bearer_token_connection_works_and_the_token_never_reaches_the_log(lab
         assert token.count(".") == 2, "kubectl create token did not print a JWT"
         wrong = token[:-8] + ("A" * 8 if not token.endswith("A" * 8) else "B" * 8)
 
-        def run(api_key):
-            res = playbook("site.yml", "--tags", "labels", "-vvv", "-e", "gpuops_kubeconfig=",
+        def run(api_key, name="site.yml", *args):
+            res = playbook(name, *(args or ("--tags", "labels,alerts")), "-vvv", "-e", "gpuops_kubeconfig=",
                            *extra(gpuops_kube_host=cluster["server"], gpuops_kube_api_key=api_key,
                                   gpuops_kube_ca_cert=str(ca)), check=False)
             log = res.stdout + res.stderr
@@ -582,6 +582,11 @@ def test_a_bearer_token_connection_works_and_the_token_never_reaches_the_log(lab
         res, log = run(token)
         assert res.returncode == 0, log[-6000:]
         assert "failed=0" in log[log.rindex("PLAY RECAP"):]
+        # the remediation's plan reads the node with the same connection (check mode: nothing changes)
+        alert = {"node": "gpuops-lab-l40s", "finding": "xid", "action": "gpu-reset", "labels": {"gpu": "0"}}
+        res, log = run(token, "remediate.yml", "--check", *extra(gpuops_remediation_alert=alert))
+        assert res.returncode == 0, log[-6000:]
+        assert "gpuops-lab-l40s: gpu-reset - xid on GPU 0" in log
     finally:
         kube.run("delete", "clusterrolebinding", sa, check=False)
         kube.run("-n", "kube-system", "delete", "serviceaccount", sa, check=False)
