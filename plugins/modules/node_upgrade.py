@@ -136,6 +136,38 @@ options:
     description: The operands' pods (label selector), for O(state=restarted).
     type: str
     default: app.kubernetes.io/managed-by=gpuops.nvidia
+  lock_namespace:
+    description:
+      - The namespace of the budget's lock, the Lease C(gpuops-nvidia-maintenance-budget) that
+        O(state=drained) holds for the moment it looks at the slots and takes one, so that
+        maintenances run side by side (a rolling upgrade, remediations, allocation switches) never
+        take more than O(max_unavailable) between them. The credentials need C(create), C(get) and
+        C(delete) on C(leases) (coordination.k8s.io) there. A Lease left by a run that died is taken
+        over after 30 seconds.
+    type: str
+    default: kube-system
+  waiting_labels:
+    description:
+      - Labels the node gets when O(state=drained) has to wait for a slot (the remediation's
+        C(gpuops.nvidia/remediation-state=remediation-waiting)). Whatever waits also gets the
+        annotation C(gpuops.nvidia/maintenance-waiting), the kind of maintenance and the reason
+        (the nodes out of service and O(max_unavailable)); the patch that takes the slot removes it.
+    type: dict
+    default: {}
+  started_labels:
+    description:
+      - Labels the node gets in the patch that takes it out of service (the remediation's
+        C(gpuops.nvidia/remediation-state=remediation-in-progress)), after a wait or without one.
+    type: dict
+    default: {}
+  restart_operands:
+    description:
+      - With O(state=done), a node still at C(pod-restart-required) has its operands restarted first,
+        as O(state=restarted) does, and goes on to C(upgrade-done) in the same call - for a
+        maintenance that validates nothing between the two (one call less while the node is out of
+        service).
+    type: bool
+    default: false
   maintenance:
     description:
       - What the node is taken out of service for - a driver upgrade, a GPU allocation switch
@@ -147,7 +179,10 @@ options:
     default: driver
     choices: [driver, allocation, remediation]
   poll_interval:
-    description: Seconds between looks while waiting for a slot or for jobs.
+    description:
+      - Seconds between looks while waiting for a slot or for jobs, where the credentials may list but
+        not watch nodes and pods. Every wait watches what it waits for where they may (the RBAC verb
+        C(watch)), and goes on as soon as it changes.
     type: int
     default: 10
 extends_documentation_fragment:
@@ -224,6 +259,10 @@ waited_for:
   returned: always
   type: list
   elements: str
+waited_for_slot:
+  description: Why the node had to wait for a slot (the nodes out of service, O(max_unavailable)).
+  returned: when O(state=drained) waited for a slot
+  type: str
 deleted:
   description: The GPU pods deleted (namespace/name).
   returned: always
@@ -284,6 +323,10 @@ def main():
             operand_namespace=dict(type="str", default=""),
             operand_selector=dict(type="str", default="app.kubernetes.io/managed-by=gpuops.nvidia"),
             poll_interval=dict(type="int", default=10),
+            restart_operands=dict(type="bool", default=False),
+            lock_namespace=dict(type="str", default="kube-system"),
+            waiting_labels=dict(type="dict", default={}),
+            started_labels=dict(type="dict", default={}),
             maintenance=dict(type="str", default="driver", choices=["driver", "allocation", "remediation"]),
         ),
         supports_check_mode=True,

@@ -8,7 +8,9 @@ tests/lab/runtime-binaries) through its webhook receiver with a bearer token:
   asks for no action, a resolved notification and a payload that is no alert start none;
 - Alertmanager repeating the same notification does not start another;
 - a request without the token, with another token, or that is no JSON is refused and never
-  becomes an event; the token appears in no playbook variable and no log.
+  becomes an event; the token appears in no playbook variable and no log (at -vv either);
+- the remediations of different nodes run side by side: one that waits (for a budget slot, say)
+  does not hold up another node's.
 
 The playbook the rulebook runs is, here, a recorder (gpuops_eda_playbook names it) that writes the
 variables it was given; the lab's tests run the real remediation.
@@ -84,12 +86,17 @@ class Rig:
         self.eda_url = "http://127.0.0.1:%d/alerts" % self.eda_port
         self.am_url = "http://127.0.0.1:%d" % self.am_port
         recorder = work / "recorder.yml"
+        hold = {"name": "Wait, for a node named hold-*, until the test lets it go",
+                "ansible.builtin.wait_for": {"path": str(work) + "/release-{{ gpuops_remediation_alert.node }}",
+                                             "timeout": 120},
+                "when": "gpuops_remediation_alert.node.startswith('hold-')"}
+        record = {"name": "Record", "ansible.builtin.lineinfile": {
+            "path": str(self.calls), "create": True, "mode": "0644",
+            "line": "{{ {'alert': gpuops_remediation_alert, 'report': gpuops_remediation_report, "
+                    "'variables': query('ansible.builtin.varnames', '^gpuops_.*')} | to_json }}"}}
         recorder.write_text(yaml.safe_dump([{
             "name": "Record what the rulebook hands over", "hosts": "localhost", "gather_facts": False,
-            "tasks": [{"name": "Record", "ansible.builtin.lineinfile": {
-                "path": str(self.calls), "create": True, "mode": "0644",
-                "line": "{{ {'alert': gpuops_remediation_alert, 'report': gpuops_remediation_report, "
-                        "'variables': query('ansible.builtin.varnames', '^gpuops_.*')} | to_json }}"}}]}]))
+            "tasks": [hold, record]}]))
         (work / "inventory.ini").write_text("localhost ansible_connection=local ansible_python_interpreter=%s\n"
                                             % sys.executable)
         (work / "vars.yml").write_text(yaml.safe_dump({"gpuops_eda_port": self.eda_port, "gpuops_eda_token": TOKEN,
@@ -107,7 +114,7 @@ class Rig:
         env.pop("ANSIBLE_STDOUT_CALLBACK")
         self.eda = subprocess.Popen(  # pylint: disable=consider-using-with
             [os.path.join(BIN, "ansible-rulebook"), "-r", RULEBOOK, "-i", str(work / "inventory.ini"),
-             "--vars", str(work / "vars.yml"), "-v"],
+             "--vars", str(work / "vars.yml"), "-vv"],
             cwd=str(work), env=env, stdout=self.eda_log, stderr=subprocess.STDOUT)
         # Debian's Alertmanager reads its templates from its package's /usr/share/prometheus/alertmanager:
         # in a mount namespace of its own, a tmpfs on /usr/share holds the package's files there
@@ -130,6 +137,11 @@ class Rig:
         self.eda_log.flush()
         return (self.work / "rulebook.log").read_text()
 
+    def started(self):
+        """The remediations the rulebook started (its debug log names each action it starts, in
+        the order of the events: those of events before a marker are named before the marker's)."""
+        return self.log().count("Creating action task action::run_playbook::")
+
     def recorded(self):
         if not self.calls.exists():
             return []
@@ -137,7 +149,8 @@ class Rig:
 
     def settle(self, name):
         """Sends a marker payload (no alert) and waits until the rulebook logged it: the events
-        before it were handled (one queue, in order)."""
+        before it were matched (one queue, in order), and every remediation they started is named
+        in the log (started())."""
         before = self.log().count("not an Alertmanager alert with node and action labels")
         assert _post(self.eda_url, dict(MARKER, name=name), TOKEN) == 200
         _wait_for("the rulebook to reach the marker %s" % name,
@@ -200,21 +213,22 @@ def test_alertmanager_repeating_a_notification_starts_nothing_more(rig):
     repeat = {"receiver": "gpuops", "status": "firing", "groupKey": "{}:{node=\"gpu-node-1\"}",
               "alerts": [dict(_alert("gpu-node-1", 0, "GPUXidError", "ecc_uncorrectable", "gpu-reset", xid="48"),
                               status="firing", startsAt="2026-12-05T10:00:00Z", fingerprint="a1b2c3d4e5f60718")]}
+    started = rig.started()
     for _repeat in range(5):
         assert _post(rig.eda_url, repeat, TOKEN) == 200
     rig.settle("after the repeats")
-    assert len(rig.recorded()) == before
+    assert rig.started() == started and len(rig.recorded()) == before
 
 
 def test_resolved_notifications_start_nothing(rig):
-    before = len(rig.recorded())
+    before, started = len(rig.recorded()), rig.started()
     resolved = {"receiver": "gpuops", "status": "resolved", "groupKey": "g",
                 "alerts": [dict(_alert("gpu-node-9", 0, "GPUXidError", "gpu_lost", "node-reboot", xid="79"),
                                 status="resolved", startsAt="2026-12-05T10:00:00Z", fingerprint="0011223344556677")]}
     assert _post(rig.eda_url, resolved, TOKEN) == 200
     rig.settle("after the resolved one")
     assert "ignored: resolved GPUXidError on gpu-node-9" in rig.log()
-    assert len(rig.recorded()) == before
+    assert rig.started() == started and len(rig.recorded()) == before
 
 
 @pytest.mark.parametrize("token, raw, status", [
@@ -223,14 +237,29 @@ def test_resolved_notifications_start_nothing(rig):
     (TOKEN, b"{not json", 400),
 ])
 def test_requests_without_the_token_or_not_json_are_refused(rig, token, raw, status):
-    before = len(rig.recorded())
+    before, started = len(rig.recorded()), rig.started()
     firing = {"receiver": "gpuops", "status": "firing",
               "alerts": [dict(_alert("gpu-node-7", 0, "GPUXidError", "gpu_lost", "node-reboot", xid="79"),
                               status="firing", startsAt="2026-12-05T10:00:00Z", fingerprint="7766554433221100")]}
     assert _post(rig.eda_url, firing, token, raw) == status
     rig.settle("after a refused request")
-    assert len(rig.recorded()) == before
+    assert rig.started() == started and len(rig.recorded()) == before
     assert "gpu-node-7" not in rig.log()
+
+
+def test_a_remediation_that_waits_does_not_hold_up_another_nodes(rig):
+    def firing(node, fingerprint):
+        return {"receiver": "gpuops", "status": "firing", "alerts": [dict(
+            _alert(node, 0, "GPUXidError", "ecc_uncorrectable", "gpu-reset", xid="48"),
+            status="firing", startsAt="2026-12-05T11:00:00Z", fingerprint=fingerprint)]}
+    assert _post(rig.eda_url, firing("hold-node-1", "1111111111111111"), TOKEN) == 200
+    rig.settle("after the held node's alert")
+    assert _post(rig.eda_url, firing("gpu-node-4", "4444444444444444"), TOKEN) == 200
+    # the second node's remediation is done while the first one's still waits
+    _wait_for("gpu-node-4's remediation", lambda: "gpu-node-4" in {c["alert"]["node"] for c in rig.recorded()})
+    assert "hold-node-1" not in {c["alert"]["node"] for c in rig.recorded()}
+    (rig.work / "release-hold-node-1").write_text("")
+    _wait_for("hold-node-1's remediation", lambda: "hold-node-1" in {c["alert"]["node"] for c in rig.recorded()})
 
 
 def test_the_token_is_in_no_playbook_variable_and_no_log(rig):

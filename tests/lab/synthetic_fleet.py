@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -54,7 +55,7 @@ class NodeWatch:
     it was out of service (cordoned), the taints it had, and the most GPU nodes cordoned at once."""
 
     TEMPLATE = ('{.metadata.name}|{.metadata.labels.nvidia\\.com/gpu-driver-upgrade-state}|{.spec.unschedulable}'
-                '|{.spec.taints[*].key}{"\\n"}')
+                '|{.spec.taints[*].key}|{.metadata.labels.gpuops\\.nvidia/remediation-state}{"\\n"}')
 
     def __init__(self, kubeconfig=KUBECONFIG):
         self.kubeconfig = kubeconfig
@@ -64,6 +65,7 @@ class NodeWatch:
         self.taints = {}          # node -> every taint key it had
         self.out_total = {}       # node -> seconds cordoned
         self.peak = 0             # most GPU nodes cordoned at the same moment
+        self.remediation = {}     # node -> [remediation state, ...] (gpuops.nvidia/remediation-state)
         self._out_since = {}
         self._started = None
         self._stop = threading.Event()
@@ -77,11 +79,14 @@ class NodeWatch:
                                            "-o", "jsonpath=" + self.TEMPLATE],
                                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
             for line in self._proc.stdout:
-                self._event(time.time(), *(line.rstrip("\n").split("|") + ["", "", ""])[:4])
+                self._event(time.time(), *(line.rstrip("\n").split("|") + ["", "", "", ""])[:5])
             self._proc.wait()
 
-    def _event(self, now, name, state, unschedulable, taints):
+    def _event(self, now, name, state, unschedulable, taints, remediation=""):
         state = state or None
+        seen_remediation = self.remediation.setdefault(name, [])
+        if remediation and (not seen_remediation or seen_remediation[-1] != remediation):
+            seen_remediation.append(remediation)
         seen = self.states.setdefault(name, [])
         if not seen or seen[-1] != state:
             if seen:
@@ -101,8 +106,8 @@ class NodeWatch:
         out = kubectl("get", "nodes", "-l", GPU_NODES, "-o", "jsonpath={range .items[*]}" + self.TEMPLATE + "{end}",
                       kubeconfig=self.kubeconfig)
         return {name: (state or None, unschedulable == "true", set(taints.split()))
-                for name, state, unschedulable, taints in
-                ((line.split("|") + ["", "", ""])[:4] for line in out.splitlines() if line)}
+                for name, state, unschedulable, taints, _remediation in
+                ((line.split("|") + ["", "", "", ""])[:5] for line in out.splitlines() if line)}
 
     def _caught_up(self, nodes):
         """Whether the watch has seen NODES (_now()) as they are: each one's state, cordon and taints."""
@@ -114,7 +119,15 @@ class NodeWatch:
         self._thread.start()
         # the watch lists the nodes first
         nodes = self._now()
-        wait_for(lambda: self._caught_up(nodes), 60, "the node watch to list the %d GPU nodes" % len(nodes))
+        try:
+            wait_for(lambda: self._caught_up(nodes), 30, "the node watch to list the %d GPU nodes" % len(nodes))
+        except AssertionError:
+            # (seen right after the synthetic nodes of a run before were deleted and made again: a
+            # watch that has not caught up in 30 s is ended, and the next one lists afresh)
+            if self._proc is not None:
+                self._proc.terminate()
+            nodes = self._now()
+            wait_for(lambda: self._caught_up(nodes), 60, "the node watch to list the %d GPU nodes" % len(nodes))
         self._started = time.time()
         return self
 
@@ -140,26 +153,45 @@ class NodeWatch:
 def upgrade(names, target, max_unavailable="25%", parallel=16, step=5, extra=None, forks=None):
     """Run playbooks/upgrade.yml over the synthetic NAMES to driver TARGET (pre-flight left out:
     a synthetic node has no host to check); the completed process."""
+    return playbook("upgrade.yml", names, {
+        "driver_branch": target.split(".")[0], "driver_version": target,
+        "driver_upgrade_host_tasks": os.path.join(LAB, "upgrade-host-standin.yml"),
+        "driver_upgrade_validate": False, "driver_upgrade_refresh_cdi": False,
+        "driver_upgrade_max_unavailable": max_unavailable,
+        "bench_upgrade_seconds": step, "bench_kubectl": KUBECTL, "driver_upgrade_drain_delay": 2},
+        dict({"upgrade_max_parallel": parallel}, **(extra or {})), ["--skip-tags", "preflight"],
+        forks=forks or parallel + 4)
+
+
+def playbook(name, names, inventory_vars, extra=None, args=(), forks=5, env=None, wait=True):
+    """Run playbooks/NAME over an inventory of the synthetic NAMES (gpu_nodes, run on the
+    controller, each its Kubernetes node) with INVENTORY_VARS and the extra vars EXTRA: the
+    completed process, or (wait=False) the running one, its output in .stdout_path."""
     python = os.path.join(REPO, ".venv", "bin", "python")
     inventory = {"all": {"children": {"gpu_nodes": {"hosts": {
-        name: {"ansible_connection": "local", "ansible_python_interpreter": python,
-               "driver_upgrade_node_name": name} for name in names}}},
-        "vars": {"gpuops_kubeconfig": KUBECONFIG, "driver_branch": target.split(".")[0], "driver_version": target,
-                 "driver_upgrade_host_tasks": os.path.join(LAB, "upgrade-host-standin.yml"),
-                 "driver_upgrade_validate": False, "driver_upgrade_refresh_cdi": False,
-                 "driver_upgrade_max_unavailable": max_unavailable,
-                 "bench_upgrade_seconds": step, "driver_upgrade_drain_delay": 2}}}
-    with tempfile.TemporaryDirectory(prefix="gpuops-synthetic-fleet-") as tmp:
-        path = os.path.join(tmp, "hosts.json")
-        with open(path, "w", encoding="utf-8") as handle:
-            json.dump(inventory, handle)
-        env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(REPO, "ansible.cfg"), ANSIBLE_FORCE_COLOR="0",
-                   TMPDIR=tmp)
-        return subprocess.run([os.path.join(REPO, ".venv", "bin", "ansible-playbook"), "-i", path,
-                               "-f", str(forks or parallel + 4), os.path.join(REPO, "playbooks", "upgrade.yml"),
-                               "--skip-tags", "preflight", "-e", json.dumps(dict({"upgrade_max_parallel": parallel},
-                                                                                 **(extra or {})))],
-                              cwd=REPO, env=env, capture_output=True, text=True, check=False, timeout=3600)
+        node: {"ansible_connection": "local", "ansible_python_interpreter": python,
+               "driver_upgrade_node_name": node, "node_labels_node_name": node} for node in names}}},
+        "vars": dict({"gpuops_kubeconfig": KUBECONFIG}, **inventory_vars)}}
+    tmp = tempfile.mkdtemp(prefix="gpuops-synthetic-fleet-")
+    path = os.path.join(tmp, "hosts.json")
+    with open(path, "w", encoding="utf-8") as handle:
+        json.dump(inventory, handle)
+    run_env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(REPO, "ansible.cfg"), ANSIBLE_FORCE_COLOR="0",
+                   TMPDIR=tmp, **(env or {}))
+    command = [os.path.join(REPO, ".venv", "bin", "ansible-playbook"), "-i", path, "-f", str(forks),
+               os.path.join(REPO, "playbooks", name), *args, "-e", json.dumps(extra or {})]
+    if wait:
+        try:
+            return subprocess.run(command, cwd=REPO, env=run_env, capture_output=True, text=True, check=False,
+                                  timeout=3600)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    out = os.path.join(tmp, "output.log")
+    with open(out, "w", encoding="utf-8") as handle:
+        proc = subprocess.Popen(command, cwd=REPO, env=run_env, stdout=handle,  # pylint: disable=consider-using-with
+                                stderr=subprocess.STDOUT, text=True)
+    proc.stdout_path = out
+    return proc
 
 
 def waves(stdout):

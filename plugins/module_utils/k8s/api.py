@@ -11,8 +11,10 @@ from __future__ import annotations
 
 __metaclass__ = type
 
+import datetime
 import json
 import os
+import time
 
 try:
     from kubernetes import client as k8s_client
@@ -133,6 +135,46 @@ class Kube:
     def __init__(self, api_client):
         self.core = k8s_client.CoreV1Api(api_client)
         self.apps = k8s_client.AppsV1Api(api_client)
+        self.coordination = k8s_client.CoordinationV1Api(api_client)
+        # the last list of each kind of query: what a watch of the same query starts from
+        self._listed = {}
+
+    def _list(self, what, key, method, *args, **kwargs) -> list:
+        """The items of a list call; the call and the list's resourceVersion are kept under
+        ``key`` for wait_change."""
+        data = self._json(what, method, *args, **kwargs)
+        self._listed[key] = ((data.get("metadata") or {}).get("resourceVersion"), what, method, args, kwargs)
+        return data["items"]
+
+    def wait_change(self, key, timeout: float) -> bool:
+        """Waits, instead of polling, until an object of the last list made under ``key``
+        (pods(), nodes()) changes: a watch from that list's resourceVersion, so that nothing
+        written between the list and the watch is missed. True when something changed (or the
+        version expired: list again), False when ``timeout`` seconds passed without a change.
+        An API server that allows list but not watch (RBAC) gets the timeout slept instead."""
+        if key not in self._listed or timeout <= 0:
+            return False
+        version, what, method, args, kwargs = self._listed[key]
+        seconds = max(1, int(timeout))
+        params = dict(kwargs, watch=True, timeout_seconds=seconds, allow_watch_bookmarks=False,
+                      _preload_content=False, _request_timeout=(10, seconds + 10))
+        if version:
+            params["resource_version"] = version
+        try:
+            response = self._call("watch " + what.replace("list ", "", 1), method, *args, **params)
+        except KubeError as exc:
+            if exc.status in (401, 403, 405):
+                time.sleep(seconds)
+                return False
+            raise
+        try:
+            # the first byte of the first event (an ERROR event, such as 410 Gone, is a change
+            # too: the caller lists again); nothing until the server ends the watch at its timeout
+            return bool(response.read(1))
+        except Exception as exc:  # (the client's connection errors are urllib3's own)
+            raise KubeError("watch %s: %s" % (what.replace("list ", "", 1), exc))
+        finally:
+            response.close()
 
     def _call(self, what, method, *args, **kwargs):
         return call(what, method, *args, **kwargs)
@@ -150,7 +192,7 @@ class Kube:
             raise
 
     def nodes(self, label_selector: str = "") -> list:
-        return self._json("list nodes", self.core.list_node, label_selector=label_selector)["items"]
+        return self._list("list nodes", ("nodes", label_selector), self.core.list_node, label_selector=label_selector)
 
     def patch_node(self, name: str, body: dict) -> dict:
         # a dict body goes as a strategic merge patch: null removes a label or annotation
@@ -160,11 +202,12 @@ class Kube:
         """The pods on ``node`` (None: on every node), in ``namespace`` (empty: in every one)."""
         field = "spec.nodeName=%s" % node if node else ""
         where = "%s%s" % (" of %s" % node if node else "", " in %s" % namespace if namespace else "")
+        key = ("pods", node, namespace, label_selector)
         if namespace:
-            return self._json("list pods" + where, self.core.list_namespaced_pod, namespace,
-                              field_selector=field, label_selector=label_selector)["items"]
-        return self._json("list pods" + where, self.core.list_pod_for_all_namespaces,
-                          field_selector=field, label_selector=label_selector)["items"]
+            return self._list("list pods" + where, key, self.core.list_namespaced_pod, namespace,
+                              field_selector=field, label_selector=label_selector)
+        return self._list("list pods" + where, key, self.core.list_pod_for_all_namespaces,
+                          field_selector=field, label_selector=label_selector)
 
     def resource_slices(self, driver: str = "") -> list:
         """The cluster's ResourceSlices (resource.k8s.io/v1) of ``driver`` (empty: every driver);
@@ -212,6 +255,48 @@ class Kube:
                        name, namespace, body)
         except KubeError as exc:
             if exc.status == 404:
+                return False
+            raise
+        return True
+
+    def create_lease(self, namespace: str, name: str, holder: str, seconds: int) -> dict | None:
+        """Creates the Lease (coordination.k8s.io/v1) ``name`` held by ``holder``: the Lease, or
+        None when one of that name exists already (an API server's create is atomic: a lock)."""
+        now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        body = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                "metadata": {"name": name, "namespace": namespace},
+                "spec": {"holderIdentity": holder, "leaseDurationSeconds": seconds, "acquireTime": now,
+                         "renewTime": now}}
+        try:
+            return self._json("create lease %s/%s" % (namespace, name), self.coordination.create_namespaced_lease,
+                              namespace, body)
+        except KubeError as exc:
+            if exc.status == 409:
+                return None
+            raise
+
+    def lease(self, namespace: str, name: str) -> dict | None:
+        """The Lease, or None; wait_change(("lease", namespace, name)) then watches it from the
+        version read."""
+        try:
+            held = self._json("read lease %s/%s" % (namespace, name), self.coordination.read_namespaced_lease,
+                              name, namespace)
+        except KubeError as exc:
+            if exc.status == 404:
+                return None
+            raise
+        self._listed[("lease", namespace, name)] = (
+            (held.get("metadata") or {}).get("resourceVersion"), "list lease %s/%s" % (namespace, name),
+            self.coordination.list_namespaced_lease, (namespace,), {"field_selector": "metadata.name=" + name})
+        return held
+
+    def delete_lease(self, namespace: str, name: str, uid: str) -> bool:
+        """Deletes the Lease if it is still the one with ``uid``; False when it is gone or another."""
+        try:
+            self._call("delete lease %s/%s" % (namespace, name), self.coordination.delete_namespaced_lease,
+                       name, namespace, body={"preconditions": {"uid": uid}})
+        except KubeError as exc:
+            if exc.status in (404, 409):
                 return False
             raise
         return True

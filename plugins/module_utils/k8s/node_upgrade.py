@@ -10,10 +10,15 @@ upgrade states (label nvidia.com/gpu-driver-upgrade-state, REFERENCE.md section 
   drain-required (evict the rest through the Eviction API, retried while a PodDisruptionBudget
   refuses - HTTP 429 - as kubernetes.core.k8s_drain does not), then pod-restart-required: the host
   is the driver's to upgrade.
+
+Every wait (a slot, jobs, pods gone, operands Ready) watches what it waits for from the list it
+made (kube.wait_change), so it goes on as soon as the API server has the change, not at the next
+poll.
 - ``restarted``: delete the operands' pods on the node (their DaemonSets start them on the new
   driver), then validation-required.
 - ``done``: uncordon-required, then upgrade-done and uncordoned in one patch (a node an admin had
-  cordoned before stays cordoned).
+  cordoned before stays cordoned); with ``restart_operands``, a node still at pod-restart-required
+  goes through ``restarted`` first (a maintenance that validates nothing between the two).
 - ``failed``: upgrade-failed; the node stays cordoned.
 
 Every step is idempotent, and the label never moves back: a node a run left midway is resumed by
@@ -24,6 +29,8 @@ from __future__ import annotations
 
 __metaclass__ = type
 
+import contextlib
+import os
 import time
 
 from ansible_collections.gpuops.nvidia.plugins.module_utils.k8s import upgrade_plan
@@ -35,7 +42,17 @@ DRAIN_SKIP_LABEL = upgrade_plan.DRAIN_SKIP_LABEL
 # set on a node that was cordoned before the upgrade started: the upgrade leaves it cordoned
 CORDONED_ANNOTATION = "gpuops.nvidia/driver-upgrade.was-cordoned"
 MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
+# on a node while its maintenance waits for a slot of the budget: the kind and the reason
+WAITING_ANNOTATION = "gpuops.nvidia/maintenance-waiting"
 STEPS = ("drained", "restarted", "done", "failed")
+# the longest a wait watches before it lists again
+WATCH_RELIST = 30
+# the budget's lock: a Lease held while a maintenance looks at the slots and takes one (well under
+# a second); one left by a run that died is taken over after LOCK_SECONDS unchanged
+LOCK_NAME = "gpuops-nvidia-maintenance-budget"
+LOCK_SECONDS = 30
+LOCK_TIMEOUT = 300
+LOCK_RETRY = 1
 
 
 class UpgradeError(Exception):
@@ -178,10 +195,12 @@ class NodeUpgrade:
         if body:
             self._patch(body)
 
-    def _wait(self, what: str, timeout: float, interval: float, done, fix: str = ""):
+    def _wait(self, what: str, timeout: float, interval: float, done, fix: str = "", watch=None):
         """Calls done() until it returns a falsy 'still waiting for' value, or fails after timeout
-        with ``fix``. An API server that does not answer for a moment (no status, or 5xx: a
-        restart, a failover) is waited for as well."""
+        with ``fix``. Between two calls: a watch of the list done() made last (``watch``, the key
+        of kube.wait_change), which returns as soon as one of its objects changes - or, without
+        one, ``interval`` seconds of sleep. An API server that does not answer for a moment (no
+        status, or 5xx: a restart, a failover) is waited for as well."""
         deadline = self.clock() + timeout
         while True:
             try:
@@ -192,20 +211,25 @@ class NodeUpgrade:
                 waiting = "the API server did not answer (%s)" % exc
             if not waiting or self.check:
                 return waiting
-            if self.clock() >= deadline:
+            left = deadline - self.clock()
+            if left <= 0:
                 raise UpgradeError("%s after %ds: %s%s" % (what, timeout, waiting, "; " + fix if fix else ""))
+            if watch is not None and not waiting.startswith("the API server did not answer"):
+                try:
+                    # (at least every WATCH_RELIST seconds a fresh list, as informers resync)
+                    self.kube.wait_change(watch, min(left, max(interval, WATCH_RELIST)))
+                    continue
+                except KubeError as exc:
+                    if exc.status is not None and exc.status < 500:
+                        raise
             self.sleep(interval)
 
     def _gone(self, names: list, timeout: float, what: str, uids: dict, fix: str):
-        """Waits until none of the pods ``names`` (ns/name) is there any more as the pod it was."""
+        """Waits until none of the pods ``names`` (ns/name) is on the node any more as the pod it was."""
         def left():
-            there = []
-            for name in names:
-                pod = self.kube.pod(*name.split("/", 1))
-                if pod is not None and (pod.get("metadata") or {}).get("uid") == uids.get(name):
-                    there.append(name)
-            return ", ".join(there)
-        self._wait("%s still there" % what, timeout, 1, left, fix)
+            there = {_name(p): (p.get("metadata") or {}).get("uid") for p in self.kube.pods(self.name)}
+            return ", ".join(name for name in names if name in there and there[name] == uids.get(name))
+        self._wait("%s still there" % what, timeout, 1, left, fix, watch=("pods", self.name, "", ""))
 
     # -- drained
     def drained(self):
@@ -215,29 +239,24 @@ class NodeUpgrade:
             self.result["skip_label"] = True
             return self.result
         self.result["previous_state"] = self.state
-        if self.state not in upgrade_plan.IN_PROGRESS:
-            self._slot()
-            node = self._read()  # (as it is now, after the wait)
-        # record a cordon an admin made before (a node this upgrade cordoned is not such a node)
-        keep = keeps_cordon(node)
-        self.result["keep_cordoned"] = keep
-        record = {}
-        if keep and ((node.get("metadata") or {}).get("annotations") or {}).get(CORDONED_ANNOTATION) != "true":
-            record = {"metadata": {"annotations": {CORDONED_ANNOTATION: "true"}}}
-        if self.state not in upgrade_plan.IN_PROGRESS:  # (a maintenance starts: say which)
-            record.setdefault("metadata", {}).setdefault("annotations", {})[upgrade_plan.MAINTENANCE_ANNOTATION] = \
-                self.opt.get("maintenance") or "driver"
-        self._refusals()
-        self._mark("cordon-required", record)
-        if self.opt.get("taint"):
-            taints = with_taint(self.node, self.opt["taint"])
-            if taints is not None:
-                self._patch({"spec": {"taints": taints}})
-        # one patch: cordoned, and the label at the next state, as the operator moves it on
+        if self.state not in upgrade_plan.IN_PROGRESS and not self.check:
+            # the slot is looked at again and taken (the cordon) under the budget's lock, so that
+            # maintenances started side by side (a rolling upgrade, a storm of remediations) never
+            # take more slots between them than there are
+            self._refusals()
+            while True:
+                self._slot()
+                with self._budget_lock():
+                    if not self._busy():
+                        self._claim(self._read())
+                        break
+        else:
+            if self.state not in upgrade_plan.IN_PROGRESS:
+                self._slot()  # (check mode: says whether it would wait)
+            self._refusals()
+            self._claim(node)
+        self._take()
         jobs = self.opt.get("wait_for_jobs_selector") or ""
-        cordon = {} if (self.node.get("spec") or {}).get("unschedulable") else {"spec": {"unschedulable": True}}
-        self.result["cordoned"] = bool(cordon)
-        self._mark("wait-for-jobs-required" if jobs else "pod-deletion-required", cordon)
         if jobs:
             self._jobs(jobs)
             self._mark("pod-deletion-required")
@@ -247,6 +266,37 @@ class NodeUpgrade:
             self._drain()
         self._mark("pod-restart-required")
         return self.result
+
+    def _claim(self, node):
+        """The slot taken: cordon-required, with the record of an admin's cordon and of the
+        maintenance, in one patch (a node at cordon-required counts as out of service)."""
+        # record a cordon an admin made before (a node this upgrade cordoned is not such a node)
+        keep = keeps_cordon(node)
+        self.result["keep_cordoned"] = keep
+        record = {}
+        if keep and ((node.get("metadata") or {}).get("annotations") or {}).get(CORDONED_ANNOTATION) != "true":
+            record = {"metadata": {"annotations": {CORDONED_ANNOTATION: "true"}}}
+        if self.state not in upgrade_plan.IN_PROGRESS:  # (a maintenance starts: say which)
+            record.setdefault("metadata", {}).setdefault("annotations", {})[upgrade_plan.MAINTENANCE_ANNOTATION] = \
+                self.opt.get("maintenance") or "driver"
+        if WAITING_ANNOTATION in ((self.node.get("metadata") or {}).get("annotations") or {}):
+            record.setdefault("metadata", {}).setdefault("annotations", {})[WAITING_ANNOTATION] = None
+        if self.opt.get("started_labels") and self.state not in upgrade_plan.IN_PROGRESS:
+            record.setdefault("metadata", {}).setdefault("labels", {}).update(self.opt["started_labels"])
+        self._mark("cordon-required", record)
+
+    def _take(self):
+        """The node out of service: the taint, then cordoned with the state after cordon-required
+        in one patch."""
+        if self.opt.get("taint"):
+            taints = with_taint(self.node, self.opt["taint"])
+            if taints is not None:
+                self._patch({"spec": {"taints": taints}})
+        # one patch: cordoned, and the label at the next state, as the operator moves it on
+        jobs = self.opt.get("wait_for_jobs_selector") or ""
+        cordon = {} if (self.node.get("spec") or {}).get("unschedulable") else {"spec": {"unschedulable": True}}
+        self.result["cordoned"] = bool(cordon)
+        self._mark("wait-for-jobs-required" if jobs else "pod-deletion-required", cordon)
 
     def _refusals(self):
         """Before the node changes: pods the pod deletion or the drain would lose (no controller,
@@ -266,21 +316,88 @@ class NodeUpgrade:
         if problems:
             raise UpgradeError("%s was not changed: %s" % (self.name, "; ".join(problems)))
 
-    def _slot(self):
-        def busy():
-            wave = self.opt.get("wave") or []
+    def _say_waiting(self, reason):
+        """The node says it waits, and why, once (gpuops.nvidia/maintenance-waiting, and the
+        caller's waiting_labels); the patch that takes the slot removes it."""
+        if "waited_for_slot" in self.result or self.check:
+            return
+        self.result["waited_for_slot"] = reason
+        body = {"metadata": {"annotations": {WAITING_ANNOTATION: "%s: %s" % (
+            self.opt.get("maintenance") or "driver", reason)}}}
+        if self.opt.get("waiting_labels"):
+            body["metadata"]["labels"] = dict(self.opt["waiting_labels"])
+        self._patch(body)
+
+    def _busy(self) -> str:
+        """Why the node has no slot now ("" when it has one)."""
+        wave = self.opt.get("wave") or []
+        try:
             found = upgrade_plan.slot(self.kube.nodes(self.opt.get("gpu_node_selector") or ""), self.name,
                                       self.opt.get("max_unavailable") or "25%", wave)
-            if found["free"]:
-                return ""
-            return "%d GPU node(s) out of service already%s (max_unavailable %d): %s" % (
-                len(found["unavailable"]), " besides this wave of %d" % len(set(wave) | {self.name}) if wave else "",
-                found["limit"], ", ".join(found["unavailable"]) or "none")
-        try:
-            self._wait("no free slot", self.opt.get("slot_timeout", 3600), self.opt.get("poll_interval", 10), busy,
-                       "bring those nodes back, or raise driver_upgrade_max_unavailable or driver_upgrade_slot_timeout")
         except upgrade_plan.PlanError as exc:
             raise UpgradeError(str(exc))
+        if found["free"]:
+            return ""
+        reason = "%d GPU node(s) out of service already%s (max_unavailable %d): %s" % (
+            len(found["unavailable"]), " besides this wave of %d" % len(set(wave) | {self.name}) if wave else "",
+            found["limit"], ", ".join(found["unavailable"]) or "none")
+        self._say_waiting(reason)
+        return reason
+
+    def _slot(self):
+        """Waits until the node has a slot."""
+        try:
+            self._wait("no free slot", self.opt.get("slot_timeout", 3600), self.opt.get("poll_interval", 10),
+                       self._busy,
+                       "bring those nodes back, or raise driver_upgrade_max_unavailable or driver_upgrade_slot_timeout",
+                       watch=("nodes", self.opt.get("gpu_node_selector") or ""))
+        except UpgradeError:
+            if "waited_for_slot" in self.result and not self.check:  # (it waits no more: the node is as it was)
+                self._patch({"metadata": {"annotations": {WAITING_ANNOTATION: None}}})
+            raise
+
+    @contextlib.contextmanager
+    def _budget_lock(self):
+        """The budget's lock: a Lease (coordination.k8s.io) that one maintenance at a time creates
+        while it looks at the slots and takes one; an API server's create is atomic. A Lease left by
+        a run that died is taken over once it stayed unchanged for its duration (by this process's
+        clock: no clock of another machine is compared)."""
+        namespace = self.opt.get("lock_namespace") or "kube-system"
+        holder = "%s %s pid %d" % (self.opt.get("maintenance") or "driver", self.name, os.getpid())
+        deadline = self.clock() + LOCK_TIMEOUT
+        seen = {}
+        while True:
+            lease = self.kube.create_lease(namespace, LOCK_NAME, holder, LOCK_SECONDS)
+            if lease is not None:
+                break
+            held = self.kube.lease(namespace, LOCK_NAME)
+            if held is None:
+                continue  # (given back meanwhile)
+            meta = held.get("metadata") or {}
+            version = (meta.get("uid"), meta.get("resourceVersion"))
+            first = seen.setdefault(version, self.clock())
+            duration = (held.get("spec") or {}).get("leaseDurationSeconds") or LOCK_SECONDS
+            if self.clock() - first >= duration:
+                self.kube.delete_lease(namespace, LOCK_NAME, meta.get("uid"))  # (its holder is gone)
+                continue
+            if self.clock() >= deadline:
+                raise UpgradeError(
+                    "the maintenance budget's lock (Lease %s/%s) is held by %s for more than %ds; if no "
+                    "maintenance runs, delete it (kubectl delete lease -n %s %s)" % (
+                        namespace, LOCK_NAME, (held.get("spec") or {}).get("holderIdentity"), LOCK_TIMEOUT,
+                        namespace, LOCK_NAME))
+            # until the holder gives it back (a watch of the Lease from the version read)
+            try:
+                self.kube.wait_change(("lease", namespace, LOCK_NAME),
+                                      min(deadline - self.clock(), duration - (self.clock() - first)))
+            except KubeError as exc:
+                if exc.status is not None and exc.status < 500:
+                    raise
+                self.sleep(LOCK_RETRY)
+        try:
+            yield
+        finally:
+            self.kube.delete_lease(namespace, LOCK_NAME, (lease.get("metadata") or {}).get("uid"))
 
     def _jobs(self, jobs: str):
         def active():
@@ -291,7 +408,7 @@ class NodeUpgrade:
             return ", ".join(found)
         self._wait("the pods matching %s have not finished" % jobs, self.opt.get("wait_for_jobs_timeout", 3600),
                    self.opt.get("poll_interval", 10), active,
-                   "let them finish, or raise driver_upgrade_wait_for_jobs_timeout")
+                   "let them finish, or raise driver_upgrade_wait_for_jobs_timeout", watch=("pods", self.name, "", jobs))
 
     def _delete_gpu_pods(self):
         pods = self.kube.pods(self.name)
@@ -380,14 +497,21 @@ class NodeUpgrade:
                        lambda: ", ".join(not_ready(self.kube.pods(
                            self.name, namespace=self.opt.get("operand_namespace") or "",
                            label_selector=self.opt.get("operand_selector") or ""), owners, set(uids.values()))),
-                       "look at the pods' events (the new driver may not load), or raise driver_upgrade_pod_deletion_timeout")
+                       "look at the pods' events (the new driver may not load), or raise driver_upgrade_pod_deletion_timeout",
+                       watch=("pods", self.name, self.opt.get("operand_namespace") or "",
+                              self.opt.get("operand_selector") or ""))
         self._mark("validation-required")
         return self.result
 
     # -- done
     def done(self):
         node = self._read()
-        self.result["previous_state"] = self.state
+        previous = self.state
+        if self.opt.get("restart_operands") and self.state == "pod-restart-required":
+            # (no validation between: the operands' restart and the uncordon in one call)
+            self.restarted()
+            node = self.node
+        self.result["previous_state"] = previous
         meta = node.get("metadata") or {}
         keep = (meta.get("annotations") or {}).get(CORDONED_ANNOTATION) == "true"
         self.result["keep_cordoned"] = keep

@@ -358,9 +358,12 @@ def active_pods(pods: list) -> list:
 
 
 def node_available(node: dict) -> bool:
+    """Ready, schedulable, and in no maintenance's states (a node a maintenance has claimed, at
+    cordon-required, is out already: the claim and the cordon are two writes)."""
     spec, status = node.get("spec") or {}, node.get("status") or {}
     ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or [])
-    return ready and not spec.get("unschedulable")
+    state = ((node.get("metadata") or {}).get("labels") or {}).get(STATE_LABEL, "")
+    return ready and not spec.get("unschedulable") and state not in IN_PROGRESS
 
 
 def slot(nodes: list, me: str, max_unavailable, wave=()) -> dict:

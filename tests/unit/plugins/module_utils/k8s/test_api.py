@@ -126,3 +126,60 @@ def test_a_modules_argument_spec_takes_the_connection_options(options, names):
 def test_a_module_option_named_as_a_connection_option_is_refused():
     with pytest.raises(ValueError, match="host"):
         kube_api.kube_argument_spec(host={"type": "str"})
+
+
+class _Watch:
+    """What the kubernetes client returns for a watch with _preload_content=False."""
+
+    def __init__(self, data):
+        self.data, self.closed = data, False
+
+    def read(self, amount):
+        return self.data[:amount]
+
+    def close(self):
+        self.closed = True
+
+
+def _kube_with_a_list(method):
+    kube = kube_api.Kube(kube_api.connect({"host": "https://127.0.0.1:6443"}))
+    kube._listed[("pods", "gpu-01", "", "")] = ("4711", "list pods of gpu-01", method, (),
+                                                {"field_selector": "spec.nodeName=gpu-01", "label_selector": ""})
+    return kube
+
+
+def test_a_wait_watches_from_the_version_of_its_last_list():
+    calls, answer = [], _Watch(b'{"type":"DELETED"}\n')
+
+    def list_pods(*args, **kwargs):
+        calls.append(kwargs)
+        return answer
+    kube = _kube_with_a_list(list_pods)
+    assert kube.wait_change(("pods", "gpu-01", "", ""), 12.5) is True and answer.closed
+    assert calls[0]["watch"] is True and calls[0]["resource_version"] == "4711"
+    assert calls[0]["timeout_seconds"] == 12 and calls[0]["field_selector"] == "spec.nodeName=gpu-01"
+    assert calls[0]["_preload_content"] is False
+    # the server ending the watch at its timeout, with no event: nothing changed
+    answer.data = b""
+    assert kube.wait_change(("pods", "gpu-01", "", ""), 5) is False
+    # nothing listed under a key yet: nothing to watch from
+    assert kube.wait_change(("nodes", ""), 5) is False and len(calls) == 2
+
+
+def test_credentials_that_may_not_watch_sleep_the_timeout_instead(monkeypatch):
+    slept = []
+    monkeypatch.setattr(kube_api.time, "sleep", slept.append)
+
+    def forbidden(*args, **kwargs):
+        raise kube_api.ApiException(status=403, reason="Forbidden")
+    kube = _kube_with_a_list(forbidden)
+    assert kube.wait_change(("pods", "gpu-01", "", ""), 9) is False and slept == [9]
+
+
+def test_a_watch_the_server_fails_is_a_kube_error_naming_it():
+    def unavailable(*args, **kwargs):
+        raise kube_api.ApiException(status=503, reason="Service Unavailable")
+    kube = _kube_with_a_list(unavailable)
+    with pytest.raises(kube_api.KubeError, match="watch pods of gpu-01") as exc:
+        kube.wait_change(("pods", "gpu-01", "", ""), 9)
+    assert exc.value.status == 503

@@ -6,6 +6,7 @@ tests/lab/kubelab/tests/test_upgrade.py; here the decisions and their order are 
 from __future__ import annotations
 
 import copy
+import os
 
 import pytest
 
@@ -72,6 +73,9 @@ class FakeKube:
         self.patches, self.deleted, self.evicted = [], [], []
         self.daemonsets_start = None
         self._starting = {}
+        self.clock = None
+        self.leases, self.lease_log = {}, []
+        self.watched = []  # the keys of the watches the waits made (kube_api.Kube.wait_change)
 
     def node(self, name):
         return copy.deepcopy(self._nodes.get(name))
@@ -119,6 +123,34 @@ class FakeKube:
         self.evicted.append(key)
         return self._pods.pop(key, None) is not None
 
+    def wait_change(self, key, timeout):
+        """A watch that sees no change before its timeout (the fake's pods change when listed)."""
+        self.watched.append(key)
+        if self.clock is not None:
+            self.clock.sleep(timeout)
+        return False
+
+    def create_lease(self, namespace, name, holder, seconds):
+        key = (namespace, name)
+        if key in self.leases:
+            return None
+        self.lease_log.append(("create", holder))
+        self.leases[key] = {"metadata": {"name": name, "namespace": namespace, "uid": "lease-%d" % len(self.lease_log),
+                                         "resourceVersion": "1"},
+                            "spec": {"holderIdentity": holder, "leaseDurationSeconds": seconds}}
+        return copy.deepcopy(self.leases[key])
+
+    def lease(self, namespace, name):
+        return copy.deepcopy(self.leases.get((namespace, name)))
+
+    def delete_lease(self, namespace, name, uid):
+        held = self.leases.get((namespace, name))
+        if held is None or held["metadata"]["uid"] != uid:
+            return False
+        self.lease_log.append(("delete", held["spec"]["holderIdentity"]))
+        del self.leases[(namespace, name)]
+        return True
+
     def label(self, name=NODE):
         return self._nodes[name]["metadata"]["labels"].get(nu.STATE_LABEL)
 
@@ -136,6 +168,7 @@ class Clock:
 
 def run(kube, step, check=False, name=NODE, **options):
     clock = Clock()
+    kube.clock = clock
     opts = dict({"max_unavailable": "25%", "gpu_node_selector": "nvidia.com/gpu.present=true", "drain": True,
                  "drain_delay": 10, "drain_retries": 30, "poll_interval": 10, "slot_timeout": 3600}, **options)
     return nu.NodeUpgrade(kube, name, opts, check=check, clock=clock, sleep=clock.sleep).run(step)
@@ -252,7 +285,12 @@ def test_no_free_slot_stops_before_the_node_changes_and_names_the_nodes():
     with pytest.raises(nu.UpgradeError, match=r"no free slot after 30s: 2 GPU node\(s\) out of service already "
                                               r"\(max_unavailable 1\): gpu-02, gpu-03"):
         run(kube, "drained", max_unavailable="25%", slot_timeout=30)
-    assert kube.patches == []
+    # it said it waited, and why, and that it waits no more
+    said = "driver: 2 GPU node(s) out of service already (max_unavailable 1): gpu-02, gpu-03"
+    assert kube.patches == [{"metadata": {"annotations": {nu.WAITING_ANNOTATION: said}}},
+                            {"metadata": {"annotations": {nu.WAITING_ANNOTATION: None}}}]
+    assert nu.WAITING_ANNOTATION not in kube.node(NODE)["metadata"].get("annotations", {})
+    assert not kube.node(NODE)["spec"].get("unschedulable")
 
 
 def test_a_wave_that_does_not_fit_waits_as_a_whole_and_says_so():
@@ -263,7 +301,7 @@ def test_a_wave_that_does_not_fit_waits_as_a_whole_and_says_so():
     with pytest.raises(nu.UpgradeError, match=r"no free slot after 30s: 1 GPU node\(s\) out of service already "
                                               r"besides this wave of 2 \(max_unavailable 2\): gpu-08"):
         run(kube, "drained", slot_timeout=30, wave=[NODE, "gpu-03"])
-    assert kube.patches == []
+    assert len(kube.patches) == 2 and not kube.node(NODE)["spec"].get("unschedulable")
     assert run(kube, "drained", wave=[NODE])["state"] == "pod-restart-required"
 
 
@@ -408,7 +446,8 @@ def test_an_api_server_that_does_not_answer_for_a_moment_is_waited_for():
         kube._nodes["gpu-02"]["spec"] = {}  # the other node is back
         return nodes(label_selector)
     kube.nodes = flaky
-    assert run(kube, "drained", max_unavailable=1)["state"] == "pod-restart-required" and calls["n"] == 3
+    # (two failed lists, the one that finds the slot, and the look again under the budget's lock)
+    assert run(kube, "drained", max_unavailable=1)["state"] == "pod-restart-required" and calls["n"] == 4
 
 
 def test_a_refusal_of_the_api_server_is_not_waited_for():
@@ -425,3 +464,165 @@ def test_the_label_never_moves_back():
     assert not nu.advances("drain-required", "cordon-required")
     assert nu.advances("upgrade-done", "cordon-required") and nu.advances("upgrade-failed", "cordon-required")
     assert nu.advances("validation-required", "upgrade-failed")
+
+
+def test_done_with_restart_operands_restarts_them_and_uncordons_in_one_call():
+    kube = FakeKube([node(state="pod-restart-required", unschedulable=True)],
+                    [pod("plugin-a", ns="gpuops", owner="DaemonSet")])
+    kube.daemonsets_start = 2
+    result = run(kube, "done", restart_operands=True, operand_namespace="gpuops", operand_selector="")
+    assert result["restarted"] == ["gpuops/plugin-a"]
+    assert result["states"] == ["validation-required", "uncordon-required", "upgrade-done"]
+    assert result["previous_state"] == "pod-restart-required" and kube.label() == "upgrade-done"
+    assert kube.node(NODE)["spec"]["unschedulable"] is False
+    # (the new operand pod was Ready before the uncordon)
+    assert kube.pod("gpuops", "plugin-a-new")["status"]["phase"] == "Running"
+
+
+def test_done_without_restart_operands_does_not_restart_them():
+    kube = FakeKube([node(state="pod-restart-required", unschedulable=True)],
+                    [pod("plugin-a", ns="gpuops", owner="DaemonSet")])
+    result = run(kube, "done", operand_namespace="gpuops", operand_selector="")
+    assert result["restarted"] == [] and kube.deleted == []
+
+
+def test_done_with_restart_operands_past_the_restart_restarts_nothing():
+    kube = FakeKube([node(state="validation-required", unschedulable=True)],
+                    [pod("plugin-a", ns="gpuops", owner="DaemonSet")])
+    result = run(kube, "done", restart_operands=True, operand_namespace="gpuops", operand_selector="")
+    assert result["restarted"] == [] and result["states"] == ["uncordon-required", "upgrade-done"]
+
+
+def test_the_waits_watch_what_they_wait_for():
+    # the slot: the GPU nodes; the operands: their pods on the node - each wait watches its own list
+    kube = FakeKube([node(), node("gpu-02", unschedulable=True)])
+    with pytest.raises(nu.UpgradeError, match="no free slot after 60s"):
+        run(kube, "drained", max_unavailable=1, slot_timeout=60)
+    assert set(kube.watched) == {("nodes", "nvidia.com/gpu.present=true")}
+    # (a watch returns on a change; without one, at the latest after WATCH_RELIST seconds it lists again)
+    assert len(kube.watched) == 2
+    kube = FakeKube([node(state="pod-restart-required", unschedulable=True)],
+                    [pod("plugin-a", ns="gpuops", owner="DaemonSet", labels={"app": "x"})])
+    kube.daemonsets_start = 3
+    run(kube, "restarted", operand_namespace="gpuops", operand_selector="app=x")
+    assert set(kube.watched) == {("pods", NODE, "gpuops", "app=x")}
+
+
+def test_an_api_server_that_fails_a_watch_for_a_moment_is_polled_instead():
+    kube = FakeKube([node(), node("gpu-02", unschedulable=True)])
+
+    def broken(key, timeout):
+        kube.watched.append(key)
+        kube._nodes["gpu-02"]["spec"] = {}  # (the other node comes back meanwhile)
+        raise KubeError("watch nodes: connection reset")
+    kube.wait_change = broken
+    result = run(kube, "drained", max_unavailable=1, poll_interval=7)
+    assert result["state"] == "pod-restart-required" and len(kube.watched) == 1
+
+
+def test_a_maintenance_that_waits_for_a_slot_says_so_until_it_takes_one():
+    kube = FakeKube([node(), node("gpu-02", unschedulable=True)])
+    listed = {"n": 0}
+    nodes = kube.nodes
+
+    def others_come_back(label_selector=""):
+        listed["n"] += 1
+        if listed["n"] == 3:  # the other node is back after two looks
+            kube._nodes["gpu-02"]["spec"] = {}
+        return nodes(label_selector)
+    kube.nodes = others_come_back
+    waiting = {"gpuops.nvidia/remediation-state": "remediation-waiting"}
+    started = {"gpuops.nvidia/remediation-state": "remediation-in-progress"}
+    result = run(kube, "drained", max_unavailable=1, maintenance="remediation", waiting_labels=waiting,
+                 started_labels=started)
+    assert result["waited_for_slot"] == "1 GPU node(s) out of service already (max_unavailable 1): gpu-02"
+    # first the wait and its reason, then the slot taken: the reason gone and the state moved on in one write
+    assert kube.patches[0] == {"metadata": {
+        "annotations": {nu.WAITING_ANNOTATION: "remediation: " + result["waited_for_slot"]}, "labels": waiting}}
+    assert kube.patches[1]["metadata"]["annotations"][nu.WAITING_ANNOTATION] is None
+    assert kube.patches[1]["metadata"]["labels"] == dict(started, **{nu.STATE_LABEL: "cordon-required"})
+    item = kube.node(NODE)
+    assert item["metadata"]["labels"]["gpuops.nvidia/remediation-state"] == "remediation-in-progress"
+    assert nu.WAITING_ANNOTATION not in item["metadata"]["annotations"]
+
+
+def test_a_maintenance_with_a_free_slot_never_says_it_waits():
+    kube = FakeKube([node()])
+    result = run(kube, "drained", started_labels={"gpuops.nvidia/remediation-state": "remediation-in-progress"})
+    assert "waited_for_slot" not in result
+    assert all(nu.WAITING_ANNOTATION not in (p.get("metadata") or {}).get("annotations", {}) for p in kube.patches)
+    assert kube.node(NODE)["metadata"]["labels"]["gpuops.nvidia/remediation-state"] == "remediation-in-progress"
+
+
+def test_the_slot_is_taken_under_the_budgets_lock_and_the_lock_given_back():
+    kube = FakeKube([node()])
+    assert run(kube, "drained")["state"] == "pod-restart-required"
+    assert kube.lease_log == [("create", "driver gpu-01 pid %d" % os.getpid()),
+                              ("delete", "driver gpu-01 pid %d" % os.getpid())]
+    assert kube.leases == {}
+
+
+def test_a_slot_another_maintenance_took_meanwhile_is_waited_for_again():
+    # the first look finds a slot; under the lock the look again finds it taken (another node
+    # cordoned in between), so the node waits until that one is back
+    kube = FakeKube([node(), node("gpu-02")])
+    nodes, looks = kube.nodes, {"n": 0}
+
+    def racing(label_selector=""):
+        looks["n"] += 1
+        if looks["n"] == 2:
+            kube._nodes["gpu-02"]["spec"] = {"unschedulable": True}
+        if looks["n"] == 4:
+            kube._nodes["gpu-02"]["spec"] = {}
+        return nodes(label_selector)
+    kube.nodes = racing
+    result = run(kube, "drained", max_unavailable=1)
+    assert result["state"] == "pod-restart-required" and looks["n"] == 5
+    assert result["waited_for_slot"] == "1 GPU node(s) out of service already (max_unavailable 1): gpu-02"
+    # two turns of the lock, each given back
+    assert [entry[0] for entry in kube.lease_log] == ["create", "delete", "create", "delete"]
+
+
+def test_a_lock_left_by_a_run_that_died_is_taken_over_after_its_duration():
+    kube = FakeKube([node()])
+    kube.leases[("kube-system", nu.LOCK_NAME)] = {
+        "metadata": {"name": nu.LOCK_NAME, "namespace": "kube-system", "uid": "dead", "resourceVersion": "7"},
+        "spec": {"holderIdentity": "driver gpu-09 pid 1", "leaseDurationSeconds": 30}}
+    clock = Clock()
+    kube.clock = clock
+    opts = {"max_unavailable": "25%", "gpu_node_selector": "nvidia.com/gpu.present=true", "poll_interval": 10}
+    result = nu.NodeUpgrade(kube, NODE, opts, clock=clock, sleep=clock.sleep).run("drained")
+    assert result["state"] == "pod-restart-required"
+    # (it watched the Lease for its duration, unchanged; then took it over, and gave it back)
+    assert clock.now == 30 and kube.watched[0] == ("lease", "kube-system", nu.LOCK_NAME) and kube.leases == {}
+
+
+def test_a_lock_that_stays_held_stops_before_the_node_changes_and_says_how_to_free_it():
+    kube = FakeKube([node()])
+
+    class Renewed(dict):  # a holder that keeps renewing it: a new resourceVersion at every look
+        n = 0
+
+        def get(self, key, default=None):
+            if key == ("kube-system", nu.LOCK_NAME):
+                Renewed.n += 1
+                return {"metadata": {"name": nu.LOCK_NAME, "uid": "alive", "resourceVersion": str(Renewed.n)},
+                        "spec": {"holderIdentity": "remediation gpu-07 pid 42", "leaseDurationSeconds": 30}}
+            return dict.get(self, key, default)
+
+        def __contains__(self, key):
+            return key == ("kube-system", nu.LOCK_NAME)
+    kube.leases = Renewed()
+    with pytest.raises(nu.UpgradeError, match=r"the maintenance budget's lock \(Lease kube-system/gpuops-nvidia-"
+                                              r"maintenance-budget\) is held by remediation gpu-07 pid 42 for more "
+                                              r"than 300s; if no maintenance runs, delete it"):
+        run(kube, "drained")
+    assert kube.patches == []
+
+
+def test_a_node_another_maintenance_claimed_counts_as_out_before_its_cordon():
+    # (the claim, cordon-required, and the cordon are two writes: between them the node is out)
+    kube = FakeKube([node(), node("gpu-02", state="cordon-required")])
+    with pytest.raises(nu.UpgradeError, match=r"no free slot after 30s: 1 GPU node\(s\) out of service already "
+                                              r"\(max_unavailable 1\): gpu-02"):
+        run(kube, "drained", max_unavailable=1, slot_timeout=30)
