@@ -33,6 +33,8 @@ IN_PROGRESS = STATES[1:-1]
 # which maintenance took the node through those states (the node_upgrade module writes it when it
 # starts one): a run resumes and retries only its own kind; none written is a driver upgrade
 MAINTENANCE_ANNOTATION = "gpuops.nvidia/maintenance"
+# a remediation's state (remediation_plan.STATE_LABEL, which imports this module)
+REMEDIATION_STATE_LABEL = "gpuops.nvidia/remediation-state"
 MAINTENANCE_PLAYBOOKS = {"driver": "gpuops.nvidia.upgrade", "allocation": "gpuops.nvidia.allocation",
                          "remediation": "gpuops.nvidia.remediate"}
 
@@ -78,6 +80,8 @@ def node_view(node: dict, target: str | None) -> dict:
         "state": state,
         "maintenance": (node.get("annotations") or {}).get(MAINTENANCE_ANNOTATION) or "driver",
         "skip": labels.get(SKIP_LABEL) == "true",
+        # quarantined by a remediation for its RMA (remediation_plan.STATE_LABEL): a person brings it back
+        "quarantined": labels.get(REMEDIATION_STATE_LABEL) == "quarantined",
         "available": bool(node.get("ready", True)) and not node.get("unschedulable"),
         # (a plan of another maintenance says itself whether the node is where it should be)
         "at_target": node["at_target"] if "at_target" in node else at_target(node.get("driver"), target),
@@ -112,6 +116,9 @@ def plan(nodes: list, target: str | None, max_unavailable="25%", max_parallel: i
     skipped = sorted(v["name"] for v in views if v["skip"] and (members is None or v["name"] in members))
     considered = [v for v in views if not v["skip"] and (members is None or v["name"] in members)]
     # (a node another kind of maintenance left midway or failed is that maintenance's to finish)
+    # (a node quarantined for its RMA is left alone, as a skipped one: it counts as out of service)
+    quarantined = sorted(v["name"] for v in considered if v["quarantined"] and kind != "remediation")
+    considered = [v for v in considered if v["name"] not in quarantined]
     other = sorted(v["name"] for v in considered
                    if (v["state"] in IN_PROGRESS or v["state"] == FAILED) and v["maintenance"] != kind)
     others = {v["name"]: v["maintenance"] for v in considered if v["name"] in other}
@@ -132,6 +139,11 @@ def plan(nodes: list, target: str | None, max_unavailable="25%", max_parallel: i
         slots = min(slots, parallel)
     problems = []
     for name in other:
+        if others[name] == "remediation":
+            problems.append("%s is midway through (or failed in) a remediation (label %s): the alert, still firing, "
+                            "resumes it, or run the playbook %s with it; then run this one again"
+                            % (name, STATE_LABEL, MAINTENANCE_PLAYBOOKS["remediation"]))
+            continue
         problems.append("%s is midway through (or failed in) another maintenance, a %s (label %s): finish it with the "
                         "playbook %s first" % (name, "GPU allocation switch" if others[name] == "allocation"
                                                else "driver upgrade", STATE_LABEL,
@@ -166,6 +178,7 @@ def plan(nodes: list, target: str | None, max_unavailable="25%", max_parallel: i
         "canary": [canaries[i:i + size] for i in range(0, len(canaries), size)],
         "waves": waves,
         "skipped": skipped,
+        "quarantined": quarantined,
         "done": done,
         "failed": failed,
         "unavailable": unavailable,
@@ -220,8 +233,9 @@ def lines(plan_result: dict, policy: dict | None = None) -> list:
     out += ["canary: " + ", ".join(wave) for wave in plan_result["canary"]]
     out += ["wave: " + ", ".join(wave) for wave in plan_result["waves"]]
     for key, what in (("done", "done already"), ("skipped", "skipped (%s=true)" % SKIP_LABEL),
+                      ("quarantined", "quarantined for an RMA, left alone until a person brings it back"),
                       ("unavailable", "unavailable for other reasons")):
-        if plan_result[key]:
+        if plan_result.get(key):
             out.append("%s: %s" % (what, ", ".join(plan_result[key])))
     out.append("each node, as its label %s says:" % STATE_LABEL)
     return out + ["  %s: %s" % step for step in steps(policy or {})]

@@ -417,3 +417,24 @@ def test_a_switch_to_an_allocator_the_node_holds_off_is_refused_by_name(value, w
 def test_a_bad_gpu_allocation_is_refused_before_any_plan(allocations, match):
     with pytest.raises(up.PlanError, match=match):
         up.allocation_play_plan([node_object("a", {DP: "true"})], ["a"], ["a"], allocations)
+
+
+def test_a_node_quarantined_for_an_rma_is_left_alone_and_counts_as_out():
+    quarantined = node("q", state="upgrade-failed")
+    quarantined["labels"][up.REMEDIATION_STATE_LABEL] = "quarantined"
+    quarantined["annotations"] = {up.MAINTENANCE_ANNOTATION: "remediation"}
+    quarantined["unschedulable"] = True
+    result = up.plan([quarantined, node("a"), node("b"), node("c"), node("d")], NEW, max_unavailable=2)
+    assert result["problems"] == [] and result["quarantined"] == ["q"]
+    assert "q" not in sum(result["canary"] + result["waves"], []) and result["unavailable"] == ["q"]
+    assert result["slots"] == 1
+    assert "quarantined for an RMA, left alone until a person brings it back: q" in up.lines(result)
+
+
+def test_a_node_a_remediation_left_midway_names_the_remediation():
+    midway = node("r", state="pod-restart-required")
+    midway["annotations"] = {up.MAINTENANCE_ANNOTATION: "remediation"}
+    result = up.plan([midway, node("a")], NEW)
+    assert result["problems"] == ["r is midway through (or failed in) a remediation (label "
+                                  "nvidia.com/gpu-driver-upgrade-state): the alert, still firing, resumes it, or run "
+                                  "the playbook gpuops.nvidia.remediate with it; then run this one again"]
