@@ -28,7 +28,7 @@ export PY_COLORS := 0
 
 APT_PACKAGES := podman runc conmon netavark aardvark-dns catatonit containernetworking-plugins \
 	fuse-overlayfs slirp4netns uidmap debootstrap gcc make rsync binutils apt-utils gnupg gpgv dpkg-dev \
-	containerd e2fsprogs curl xz-utils debian-archive-keyring busybox-static openjdk-17-jre-headless
+	containerd e2fsprogs curl xz-utils debian-archive-keyring busybox-static openjdk-17-jre-headless pciutils
 
 COLLECTION_SOURCES := galaxy.yml README.md LICENSE $(shell find meta plugins roles playbooks \
 	changelogs -type f -not -path '*/__pycache__/*' 2>/dev/null)
