@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -115,7 +116,8 @@ class Rig:
         self.eda = subprocess.Popen(  # pylint: disable=consider-using-with
             [os.path.join(BIN, "ansible-rulebook"), "-r", RULEBOOK, "-i", str(work / "inventory.ini"),
              "--vars", str(work / "vars.yml"), "-vv"],
-            cwd=str(work), env=env, stdout=self.eda_log, stderr=subprocess.STDOUT)
+            cwd=str(work), env=env, stdout=self.eda_log, stderr=subprocess.STDOUT,
+            start_new_session=True)  # (its own process group: ansible-rulebook forks, close() ends them all)
         # Debian's Alertmanager reads its templates from its package's /usr/share/prometheus/alertmanager:
         # in a mount namespace of its own, a tmpfs on /usr/share holds the package's files there
         binary = release("bookworm", "prometheus-alertmanager")
@@ -163,6 +165,10 @@ class Rig:
                 proc.wait(timeout=20)
             except subprocess.TimeoutExpired:
                 proc.kill()
+        try:  # (what ansible-rulebook forked: the group is gone once every process of it is)
+            os.killpg(self.eda.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
         self.eda_log.close()
         self.am_log.close()
 
