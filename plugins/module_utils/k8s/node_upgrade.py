@@ -108,7 +108,8 @@ def drain_pods(pods: list, delete_emptydir_data: bool = True, force: bool = Fals
         owners = meta.get("ownerReferences") or []
         if any(o.get("kind") == "DaemonSet" and o.get("controller") for o in owners):
             continue
-        finished = (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
+        # (a finished pod, or one being deleted already, is lost to nobody by the drain)
+        finished = (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed") or bool(meta.get("deletionTimestamp"))
         if not finished and not any(o.get("controller") for o in owners) and not force:
             unmanaged.append(_name(pod))
         if not finished and any("emptyDir" in v for v in (pod.get("spec") or {}).get("volumes") or []) \

@@ -626,3 +626,12 @@ def test_a_node_another_maintenance_claimed_counts_as_out_before_its_cordon():
     with pytest.raises(nu.UpgradeError, match=r"no free slot after 30s: 1 GPU node\(s\) out of service already "
                                               r"\(max_unavailable 1\): gpu-02"):
         run(kube, "drained", max_unavailable=1, slot_timeout=30)
+
+
+def test_a_bare_pod_being_deleted_already_does_not_stop_the_drain():
+    # (a test's namespace going away: its bare pod terminating is lost to nobody; the drain waits for it)
+    going = pod("holder", gpu=True, owner=None)
+    going["metadata"]["deletionTimestamp"] = "2026-12-05T16:55:00Z"
+    kube = FakeKube([node()], [going])
+    assert run(kube, "drained")["state"] == "pod-restart-required"
+    assert kube.pod("work", "holder") is None
