@@ -1,11 +1,17 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, gpuops.nvidia contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The few Kubernetes API calls the collection's own modules make, over the ``kubernetes`` Python
-client, with objects as plain dicts shaped as the API (and kubernetes.core.k8s_info) returns them.
-The connection options are those of kubernetes.core and of the gpuops.nvidia.k8s_auth lookup
-(``kubeconfig``, ``context``, ``host``, ``api_key``, ``validate_certs``, ``ca_cert``); unset ones
-fall back as kubectl does: ``KUBECONFIG``, ``~/.kube/config``, then the in-cluster service account."""
+"""The few Kubernetes API calls the collection's own modules make, with objects as plain dicts shaped
+as the API (and kubernetes.core.k8s_info) returns them. The connection options are those of
+kubernetes.core and of the gpuops.nvidia.k8s_auth lookup (``kubeconfig``, ``context``, ``host``,
+``api_key``, ``validate_certs``, ``ca_cert``); unset ones fall back as kubectl does: ``KUBECONFIG``,
+``~/.kube/config``, then the in-cluster service account.
+
+The ``kubernetes`` Python client reads the kubeconfig (its exec plugins, client certificates and
+tokens, as kubernetes.core reads them); the requests themselves go over urllib3 (the client's own
+transport) as the API's JSON, without the client's generated API classes and models: building
+those costs about a second of CPU in every module run, which a wave of 16 nodes on a small
+controller pays 16 times at each step."""
 
 from __future__ import annotations
 
@@ -15,8 +21,10 @@ import datetime
 import json
 import os
 import time
+from urllib.parse import quote, urlencode, urlsplit
 
 try:
+    import urllib3
     from kubernetes import client as k8s_client
     from kubernetes import config as k8s_config
     from kubernetes.client.rest import ApiException
@@ -89,7 +97,7 @@ def call(what, method, *args, **kwargs):
 
 
 def connect(params: dict):
-    """An ApiClient for the connection options (a dict with the KUBE_ARGUMENT_SPEC keys)."""
+    """A Connection for the connection options (a dict with the KUBE_ARGUMENT_SPEC keys)."""
     if params.get("host"):
         configuration = k8s_client.Configuration()
         configuration.host = params["host"]
@@ -126,25 +134,114 @@ def connect(params: dict):
         configuration.verify_ssl = params["validate_certs"]
     if params.get("ca_cert"):
         configuration.ssl_ca_cert = params["ca_cert"]
-    return k8s_client.ApiClient(configuration)
+    return Connection(configuration)
+
+
+def _bypasses_proxy(host: str, no_proxy: str) -> bool:
+    """Whether ``no_proxy`` (comma-separated hosts, domains and ``*``) exempts ``host``."""
+    for entry in (e.strip().lower().lstrip(".") for e in (no_proxy or "").split(",")):
+        if entry and (entry == "*" or host == entry or host.endswith("." + entry)):
+            return True
+    return False
+
+
+class Connection:
+    """The API server's address, TLS settings and credentials (a kubernetes client Configuration,
+    ``configuration``) and a urllib3 pool to it. ``request`` sends one call; every failure is a
+    KubeError naming it."""
+
+    def __init__(self, configuration):
+        self.configuration = configuration
+        self._pool = None
+
+    def api_client(self):
+        """The kubernetes client's ApiClient on the same configuration (for its dynamic client)."""
+        return k8s_client.ApiClient(self.configuration)
+
+    def _manager(self):
+        if self._pool is None:
+            config = self.configuration
+            options = {"num_pools": 2, "maxsize": 2, "retries": False}
+            if urlsplit(config.host).scheme == "https":
+                options["cert_reqs"] = "CERT_REQUIRED" if config.verify_ssl else "CERT_NONE"
+                for option, value in (("ca_certs", config.ssl_ca_cert), ("cert_file", config.cert_file),
+                                      ("key_file", config.key_file),
+                                      ("assert_hostname", getattr(config, "assert_hostname", None)),
+                                      ("server_hostname", getattr(config, "tls_server_name", None))):
+                    if value:
+                        options[option] = value
+            proxy = getattr(config, "proxy", None)
+            if proxy and not _bypasses_proxy(urlsplit(config.host).hostname or "", getattr(config, "no_proxy", "")):
+                self._pool = urllib3.ProxyManager(proxy, proxy_headers=getattr(config, "proxy_headers", None),
+                                                  **options)
+            else:
+                self._pool = urllib3.PoolManager(**options)
+        return self._pool
+
+    def _headers(self, content_type: str | None) -> dict:
+        headers = {"Accept": "application/json", "User-Agent": "gpuops.nvidia"}
+        if content_type:
+            headers["Content-Type"] = content_type
+        # the client's own credentials: a token (refreshed by its hook where a kubeconfig's exec
+        # plugin or auth provider gave it), as the header it names
+        for setting in (self.configuration.auth_settings() or {}).values():
+            if setting.get("in") == "header" and setting.get("value"):
+                headers[setting["key"]] = setting["value"]
+        return headers
+
+    def request(self, what: str, method: str, path: str, query: dict | None = None, body=None,
+                content_type: str = "application/json", stream: bool = False, timeout=REQUEST_TIMEOUT):
+        """``method`` ``path`` (with ``query``, empty values left out, and ``body`` as JSON): the
+        answer's JSON, or (stream) the open urllib3 response."""
+        query = {k: v for k, v in (query or {}).items() if v not in (None, "")}
+        url = self.configuration.host.rstrip("/") + path + ("?" + urlencode(query) if query else "")
+        try:
+            response = self._manager().request(
+                method, url, body=None if body is None else json.dumps(body),
+                headers=self._headers(content_type if body is not None else None),
+                timeout=urllib3.Timeout(connect=timeout[0], read=timeout[1]), preload_content=not stream)
+        except Exception as exc:  # urllib3's connection, TLS and timeout errors
+            raise KubeError("%s: %s" % (what, exc))
+        if response.status >= 400:
+            data = response.data if not stream else response.read()
+            if stream:
+                response.release_conn()
+            reason = response.reason or ""
+            try:
+                reason = json.loads(data).get("message") or reason
+            except (TypeError, ValueError, AttributeError):
+                pass
+            raise KubeError("%s: %s" % (what, reason), status=response.status, reason=reason)
+        if stream:
+            return response
+        try:
+            return json.loads(response.data) if response.data else {}
+        except ValueError as exc:
+            raise KubeError("%s: the API server's answer is no JSON (%s)" % (what, exc), status=response.status)
+
+
+def _q(name: str) -> str:
+    return quote(name, safe="")
 
 
 class Kube:
-    """Nodes and pods as dicts. Every failure is a KubeError naming the call."""
+    """Nodes, pods and Leases as dicts, over a Connection. Every failure is a KubeError naming the
+    call."""
 
-    def __init__(self, api_client):
-        self.core = k8s_client.CoreV1Api(api_client)
-        self.apps = k8s_client.AppsV1Api(api_client)
-        self.coordination = k8s_client.CoordinationV1Api(api_client)
+    def __init__(self, connection):
+        self.http = connection
         # the last list of each kind of query: what a watch of the same query starts from
         self._listed = {}
 
-    def _list(self, what, key, method, *args, **kwargs) -> list:
+    def _get(self, what, path, **query) -> dict:
+        return self.http.request(what, "GET", path, query)
+
+    def _list(self, what, key, path, **query) -> list:
         """The items of a list call; the call and the list's resourceVersion are kept under
         ``key`` for wait_change."""
-        data = self._json(what, method, *args, **kwargs)
-        self._listed[key] = ((data.get("metadata") or {}).get("resourceVersion"), what, method, args, kwargs)
-        return data["items"]
+        data = self._get(what, path, **query)
+        self._listed[key] = ((data.get("metadata") or {}).get("resourceVersion"), what, path, query)
+        return data.get("items") or []
 
     def wait_change(self, key, timeout: float) -> bool:
         """Waits, instead of polling, until an object of the last list made under ``key``
@@ -154,14 +251,13 @@ class Kube:
         An API server that allows list but not watch (RBAC) gets the timeout slept instead."""
         if key not in self._listed or timeout <= 0:
             return False
-        version, what, method, args, kwargs = self._listed[key]
+        version, what, path, query = self._listed[key]
         seconds = max(1, int(timeout))
-        params = dict(kwargs, watch=True, timeout_seconds=seconds, allow_watch_bookmarks=False,
-                      _preload_content=False, _request_timeout=(10, seconds + 10))
-        if version:
-            params["resource_version"] = version
+        query = dict(query, watch="true", timeoutSeconds=seconds, allowWatchBookmarks="false",
+                     resourceVersion=version or "")
+        what = "watch " + what.replace("list ", "", 1)
         try:
-            response = self._call("watch " + what.replace("list ", "", 1), method, *args, **params)
+            response = self.http.request(what, "GET", path, query, stream=True, timeout=(10, seconds + 10))
         except KubeError as exc:
             if exc.status in (401, 403, 405):
                 time.sleep(seconds)
@@ -171,52 +267,43 @@ class Kube:
             # the first byte of the first event (an ERROR event, such as 410 Gone, is a change
             # too: the caller lists again); nothing until the server ends the watch at its timeout
             return bool(response.read(1))
-        except Exception as exc:  # (the client's connection errors are urllib3's own)
-            raise KubeError("watch %s: %s" % (what.replace("list ", "", 1), exc))
+        except Exception as exc:  # (urllib3's own connection errors)
+            raise KubeError("%s: %s" % (what, exc))
         finally:
+            # (closed, not drained: the rest of the watch is not read; the pool opens a new connection)
             response.close()
-
-    def _call(self, what, method, *args, **kwargs):
-        return call(what, method, *args, **kwargs)
-
-    def _json(self, what, method, *args, **kwargs):
-        response = self._call(what, method, *args, _preload_content=False, **kwargs)
-        return json.loads(response.data)
+            response.release_conn()
 
     def node(self, name: str) -> dict | None:
         try:
-            return self._json("read node %s" % name, self.core.read_node, name)
+            return self._get("read node %s" % name, "/api/v1/nodes/" + _q(name))
         except KubeError as exc:
             if exc.status == 404:
                 return None
             raise
 
     def nodes(self, label_selector: str = "") -> list:
-        return self._list("list nodes", ("nodes", label_selector), self.core.list_node, label_selector=label_selector)
+        return self._list("list nodes", ("nodes", label_selector), "/api/v1/nodes", labelSelector=label_selector)
 
     def patch_node(self, name: str, body: dict) -> dict:
-        # a dict body goes as a strategic merge patch: null removes a label or annotation
-        return self._json("patch node %s" % name, self.core.patch_node, name, body)
+        # a strategic merge patch: null removes a label or annotation
+        return self.http.request("patch node %s" % name, "PATCH", "/api/v1/nodes/" + _q(name), body=body,
+                                 content_type="application/strategic-merge-patch+json")
 
     def pods(self, node: str | None, namespace: str = "", label_selector: str = "") -> list:
         """The pods on ``node`` (None: on every node), in ``namespace`` (empty: in every one)."""
-        field = "spec.nodeName=%s" % node if node else ""
         where = "%s%s" % (" of %s" % node if node else "", " in %s" % namespace if namespace else "")
-        key = ("pods", node, namespace, label_selector)
-        if namespace:
-            return self._list("list pods" + where, key, self.core.list_namespaced_pod, namespace,
-                              field_selector=field, label_selector=label_selector)
-        return self._list("list pods" + where, key, self.core.list_pod_for_all_namespaces,
-                          field_selector=field, label_selector=label_selector)
+        path = "/api/v1/namespaces/%s/pods" % _q(namespace) if namespace else "/api/v1/pods"
+        return self._list("list pods" + where, ("pods", node, namespace, label_selector), path,
+                          fieldSelector="spec.nodeName=%s" % node if node else "", labelSelector=label_selector)
 
     def resource_slices(self, driver: str = "") -> list:
         """The cluster's ResourceSlices (resource.k8s.io/v1) of ``driver`` (empty: every driver);
         none where the API server does not serve resource.k8s.io/v1; None where the credentials
         may not list them."""
-        selector = "spec.driver=%s" % driver if driver else ""
         try:
-            return self._json("list resourceslices", k8s_client.CustomObjectsApi(self.core.api_client).list_cluster_custom_object,
-                              "resource.k8s.io", "v1", "resourceslices", field_selector=selector)["items"]
+            return self._get("list resourceslices", "/apis/resource.k8s.io/v1/resourceslices",
+                             fieldSelector="spec.driver=%s" % driver if driver else "").get("items") or []
         except KubeError as exc:
             if exc.status == 404:
                 return []
@@ -225,12 +312,13 @@ class Kube:
             raise
 
     def daemonsets(self, namespace: str) -> list:
-        return self._json("list daemonsets in %s" % namespace, self.apps.list_namespaced_daemon_set,
-                          namespace)["items"]
+        return self._get("list daemonsets in %s" % namespace,
+                         "/apis/apps/v1/namespaces/%s/daemonsets" % _q(namespace)).get("items") or []
 
     def pod(self, namespace: str, name: str) -> dict | None:
         try:
-            return self._json("read pod %s/%s" % (namespace, name), self.core.read_namespaced_pod, name, namespace)
+            return self._get("read pod %s/%s" % (namespace, name),
+                             "/api/v1/namespaces/%s/pods/%s" % (_q(namespace), _q(name)))
         except KubeError as exc:
             if exc.status == 404:
                 return None
@@ -239,7 +327,8 @@ class Kube:
     def delete_pod(self, namespace: str, name: str) -> bool:
         """False when the pod was gone already."""
         try:
-            self._call("delete pod %s/%s" % (namespace, name), self.core.delete_namespaced_pod, name, namespace)
+            self.http.request("delete pod %s/%s" % (namespace, name), "DELETE",
+                              "/api/v1/namespaces/%s/pods/%s" % (_q(namespace), _q(name)))
         except KubeError as exc:
             if exc.status == 404:
                 return False
@@ -249,15 +338,19 @@ class Kube:
     def evict_pod(self, namespace: str, name: str) -> bool:
         """Asks the Eviction API to evict the pod; False when it was gone already. A refusal by a
         PodDisruptionBudget is a KubeError with status 429."""
-        body = k8s_client.V1Eviction(metadata=k8s_client.V1ObjectMeta(name=name, namespace=namespace))
+        body = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": name, "namespace": namespace}}
         try:
-            self._call("evict pod %s/%s" % (namespace, name), self.core.create_namespaced_pod_eviction,
-                       name, namespace, body)
+            self.http.request("evict pod %s/%s" % (namespace, name), "POST",
+                              "/api/v1/namespaces/%s/pods/%s/eviction" % (_q(namespace), _q(name)), body=body)
         except KubeError as exc:
             if exc.status == 404:
                 return False
             raise
         return True
+
+    @staticmethod
+    def _leases(namespace: str) -> str:
+        return "/apis/coordination.k8s.io/v1/namespaces/%s/leases" % _q(namespace)
 
     def create_lease(self, namespace: str, name: str, holder: str, seconds: int) -> dict | None:
         """Creates the Lease (coordination.k8s.io/v1) ``name`` held by ``holder``: the Lease, or
@@ -268,8 +361,8 @@ class Kube:
                 "spec": {"holderIdentity": holder, "leaseDurationSeconds": seconds, "acquireTime": now,
                          "renewTime": now}}
         try:
-            return self._json("create lease %s/%s" % (namespace, name), self.coordination.create_namespaced_lease,
-                              namespace, body)
+            return self.http.request("create lease %s/%s" % (namespace, name), "POST", self._leases(namespace),
+                                     body=body)
         except KubeError as exc:
             if exc.status == 409:
                 return None
@@ -279,22 +372,21 @@ class Kube:
         """The Lease, or None; wait_change(("lease", namespace, name)) then watches it from the
         version read."""
         try:
-            held = self._json("read lease %s/%s" % (namespace, name), self.coordination.read_namespaced_lease,
-                              name, namespace)
+            held = self._get("read lease %s/%s" % (namespace, name), self._leases(namespace) + "/" + _q(name))
         except KubeError as exc:
             if exc.status == 404:
                 return None
             raise
         self._listed[("lease", namespace, name)] = (
             (held.get("metadata") or {}).get("resourceVersion"), "list lease %s/%s" % (namespace, name),
-            self.coordination.list_namespaced_lease, (namespace,), {"field_selector": "metadata.name=" + name})
+            self._leases(namespace), {"fieldSelector": "metadata.name=" + name})
         return held
 
     def delete_lease(self, namespace: str, name: str, uid: str) -> bool:
         """Deletes the Lease if it is still the one with ``uid``; False when it is gone or another."""
         try:
-            self._call("delete lease %s/%s" % (namespace, name), self.coordination.delete_namespaced_lease,
-                       name, namespace, body={"preconditions": {"uid": uid}})
+            self.http.request("delete lease %s/%s" % (namespace, name), "DELETE",
+                              self._leases(namespace) + "/" + _q(name), body={"preconditions": {"uid": uid}})
         except KubeError as exc:
             if exc.status in (404, 409):
                 return False

@@ -249,5 +249,5 @@ def check_objects(objs):
 def run(params, check_mode):
     """The module's one call: connect, apply or delete, wait. Returns the result; raises
     ApplyError or KubeError."""
-    applier = Applier(Client(kube_api.connect(params)), check_mode=check_mode)
+    applier = Applier(Client(kube_api.connect(params).api_client()), check_mode=check_mode)
     return applier.run(params["objects"], params["state"], params["wait"], params["wait_timeout"])

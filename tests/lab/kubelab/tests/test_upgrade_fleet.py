@@ -13,6 +13,7 @@ measured by tests/benchmarks/upgrade_bench.py, which upgrades 64 the same way an
 figures.)"""
 from __future__ import annotations
 
+import json
 import math
 import os
 import re
@@ -148,3 +149,36 @@ def test_a_fleet_of_synthetic_nodes_upgrades_canary_first_then_in_waves_within_m
     again = fleet.upgrade(names + [skipped], TARGET, max_unavailable="25%", parallel=PARALLEL, step=1)
     assert again.returncode == 0 and re.search(r"done already: %s(, |\n|$)" % re.escape(canary), again.stdout), \
         again.stdout[-3000:]
+
+
+def test_a_node_that_fails_in_a_wave_stops_the_waves_after_it(lab_only, tmp_path):
+    """The waves run under the free strategy (each node on to its next step without waiting for the
+    wave's slowest): a node whose host step fails is left upgrade-failed and cordoned, the other node
+    of its wave finishes, and no later wave starts - its nodes are not touched, and the run says so
+    and fails. (A wave whose every node fails stops the run as Ansible stops it.)"""
+    kube = lab_only
+    names = sorted(fleet.create_nodes(5, PROFILE))
+    canary, failing, other, later = names[0], names[1], names[2], names[3:]
+    host_tasks = tmp_path / "host-tasks.yml"
+    host_tasks.write_text(
+        "- name: Fail the host step of the test's node\n"
+        "  ansible.builtin.fail:\n"
+        "    msg: the driver install failed (the test's)\n"
+        f"  when: driver_upgrade_node_name == '{failing}'\n"
+        "- name: The lab's stand-in for the others\n"
+        f"  ansible.builtin.include_tasks: {os.path.join(fleet.LAB, 'upgrade-host-standin.yml')}\n")
+    try:
+        res = fleet.upgrade(names, TARGET, max_unavailable=2, parallel=2, step=1,
+                            extra={"driver_upgrade_host_tasks": str(host_tasks)})
+        out = res.stdout
+        assert res.returncode != 0, out[-4000:]
+        assert f"the driver upgrade of {failing} failed at" in out, out[-4000:]
+        # (the message as one line: the job log folds it)
+        assert f"not started: {', '.join(later)} and the waves after them, as {failing} failed in an earlier wave" \
+            in " ".join(out.split()), out[-4000:]
+        states = {n["metadata"]["name"]: (n["metadata"]["labels"].get(fleet.STATE), bool(n["spec"].get("unschedulable")))
+                  for n in json.loads(fleet.kubectl("get", "nodes", "-o", "json"))["items"] if n["metadata"]["name"] in names}
+        assert states == {canary: ("upgrade-done", False), failing: ("upgrade-failed", True),
+                          other: ("upgrade-done", False), later[0]: (None, False), later[1]: (None, False)}, states
+    finally:
+        fleet.delete_nodes()

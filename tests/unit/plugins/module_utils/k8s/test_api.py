@@ -4,6 +4,10 @@
 configuration, built from the modules' connection options (no request is made here)."""
 from __future__ import annotations
 
+import http.server
+import json
+import threading
+
 import pytest
 import yaml
 
@@ -129,7 +133,7 @@ def test_a_module_option_named_as_a_connection_option_is_refused():
 
 
 class _Watch:
-    """What the kubernetes client returns for a watch with _preload_content=False."""
+    """What urllib3 returns for a watch (preload_content=False)."""
 
     def __init__(self, data):
         self.data, self.closed = data, False
@@ -140,46 +144,129 @@ class _Watch:
     def close(self):
         self.closed = True
 
+    def release_conn(self):
+        pass
 
-def _kube_with_a_list(method):
-    kube = kube_api.Kube(kube_api.connect({"host": "https://127.0.0.1:6443"}))
-    kube._listed[("pods", "gpu-01", "", "")] = ("4711", "list pods of gpu-01", method, (),
-                                                {"field_selector": "spec.nodeName=gpu-01", "label_selector": ""})
-    return kube
+
+class _Connection:
+    """A Connection that records each request and answers with ANSWER (an exception is raised)."""
+
+    def __init__(self, answer):
+        self.answer, self.calls = answer, []
+
+    def request(self, what, method, path, query=None, body=None, content_type="application/json", stream=False,
+                timeout=kube_api.REQUEST_TIMEOUT):
+        self.calls.append(dict(what=what, method=method, path=path, query=query, body=body,
+                               content_type=content_type, stream=stream, timeout=timeout))
+        if isinstance(self.answer, Exception):
+            raise self.answer
+        return self.answer
+
+
+def _kube_with_a_list(answer):
+    connection = _Connection(answer)
+    kube = kube_api.Kube(connection)
+    kube._listed[("pods", "gpu-01", "", "")] = ("4711", "list pods of gpu-01", "/api/v1/pods",
+                                                {"fieldSelector": "spec.nodeName=gpu-01"})
+    return kube, connection
 
 
 def test_a_wait_watches_from_the_version_of_its_last_list():
-    calls, answer = [], _Watch(b'{"type":"DELETED"}\n')
-
-    def list_pods(*args, **kwargs):
-        calls.append(kwargs)
-        return answer
-    kube = _kube_with_a_list(list_pods)
+    answer = _Watch(b'{"type":"DELETED"}\n')
+    kube, connection = _kube_with_a_list(answer)
     assert kube.wait_change(("pods", "gpu-01", "", ""), 12.5) is True and answer.closed
-    assert calls[0]["watch"] is True and calls[0]["resource_version"] == "4711"
-    assert calls[0]["timeout_seconds"] == 12 and calls[0]["field_selector"] == "spec.nodeName=gpu-01"
-    assert calls[0]["_preload_content"] is False
+    call = connection.calls[0]
+    assert call["method"] == "GET" and call["path"] == "/api/v1/pods" and call["stream"] is True
+    assert call["query"] == {"fieldSelector": "spec.nodeName=gpu-01", "watch": "true", "resourceVersion": "4711",
+                             "timeoutSeconds": 12, "allowWatchBookmarks": "false"}
+    assert call["what"] == "watch pods of gpu-01" and call["timeout"] == (10, 22)
     # the server ending the watch at its timeout, with no event: nothing changed
     answer.data = b""
     assert kube.wait_change(("pods", "gpu-01", "", ""), 5) is False
     # nothing listed under a key yet: nothing to watch from
-    assert kube.wait_change(("nodes", ""), 5) is False and len(calls) == 2
+    assert kube.wait_change(("nodes", ""), 5) is False and len(connection.calls) == 2
 
 
 def test_credentials_that_may_not_watch_sleep_the_timeout_instead(monkeypatch):
     slept = []
     monkeypatch.setattr(kube_api.time, "sleep", slept.append)
-
-    def forbidden(*args, **kwargs):
-        raise kube_api.ApiException(status=403, reason="Forbidden")
-    kube = _kube_with_a_list(forbidden)
+    kube, _connection = _kube_with_a_list(kube_api.KubeError("watch pods of gpu-01: forbidden", status=403))
     assert kube.wait_change(("pods", "gpu-01", "", ""), 9) is False and slept == [9]
 
 
 def test_a_watch_the_server_fails_is_a_kube_error_naming_it():
-    def unavailable(*args, **kwargs):
-        raise kube_api.ApiException(status=503, reason="Service Unavailable")
-    kube = _kube_with_a_list(unavailable)
+    kube, _connection = _kube_with_a_list(kube_api.KubeError("watch pods of gpu-01: unavailable", status=503))
     with pytest.raises(kube_api.KubeError, match="watch pods of gpu-01") as exc:
         kube.wait_change(("pods", "gpu-01", "", ""), 9)
     assert exc.value.status == 503
+
+
+def test_a_list_keeps_its_query_and_version_for_the_watch():
+    kube, connection = _kube_with_a_list({"metadata": {"resourceVersion": "99"}, "items": [{"metadata": {"name": "p"}}]})
+    assert kube.pods("gpu-02", namespace="gpu-operator", label_selector="app=x") == [{"metadata": {"name": "p"}}]
+    assert connection.calls[-1]["path"] == "/api/v1/namespaces/gpu-operator/pods"
+    assert connection.calls[-1]["query"] == {"fieldSelector": "spec.nodeName=gpu-02", "labelSelector": "app=x"}
+    assert kube._listed[("pods", "gpu-02", "gpu-operator", "app=x")][0] == "99"
+
+
+# ---- the requests as the API server receives them (a real HTTP server on this machine) ----------
+
+class _Handler(http.server.BaseHTTPRequestHandler):
+    answers = {}
+    seen = []
+
+    def _answer(self):
+        length = int(self.headers.get("Content-Length") or 0)
+        type(self).seen.append({"method": self.command, "path": self.path, "headers": {k.lower(): v for k, v in self.headers.items()},
+                                "body": json.loads(self.rfile.read(length)) if length else None})
+        status, body = type(self).answers.get((self.command, self.path.split("?")[0]), (404, {
+            "kind": "Status", "message": 'nodes "x" not found', "code": 404}))
+        data = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    do_GET = do_PATCH = do_POST = do_DELETE = _answer
+
+    def log_message(self, *args):  # (quiet)
+        pass
+
+
+@pytest.fixture
+def server():
+    _Handler.answers, _Handler.seen = {}, []
+    httpd = http.server.HTTPServer(("127.0.0.1", 0), _Handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield httpd, _Handler
+    httpd.shutdown()
+    httpd.server_close()
+
+
+def test_requests_carry_the_token_and_the_patch_type_and_errors_carry_the_servers_message(server):
+    httpd, handler = server
+    handler.answers[("PATCH", "/api/v1/nodes/gpu-01")] = (200, {"metadata": {"name": "gpu-01"}})
+    handler.answers[("POST", "/api/v1/namespaces/ml/pods/train-0/eviction")] = (429, {
+        "kind": "Status", "message": "Cannot evict pod as it would violate the pod's disruption budget.", "code": 429})
+    kube = kube_api.Kube(kube_api.connect({"host": "http://127.0.0.1:%d" % httpd.server_port, "api_key": "t0k3n"}))
+    assert kube.patch_node("gpu-01", {"metadata": {"labels": {"a": None}}}) == {"metadata": {"name": "gpu-01"}}
+    sent = handler.seen[-1]
+    assert sent["headers"]["content-type"] == "application/strategic-merge-patch+json"
+    assert sent["headers"]["authorization"] == "Bearer t0k3n"
+    assert sent["body"] == {"metadata": {"labels": {"a": None}}}
+    with pytest.raises(kube_api.KubeError, match=r"^evict pod ml/train-0: Cannot evict pod as it would violate") as exc:
+        kube.evict_pod("ml", "train-0")
+    assert exc.value.status == 429
+    assert handler.seen[-1]["body"] == {"apiVersion": "policy/v1", "kind": "Eviction",
+                                        "metadata": {"name": "train-0", "namespace": "ml"}}
+    # a node that is not there is None, not an error
+    assert kube.node("x") is None and handler.seen[-1]["path"] == "/api/v1/nodes/x"
+
+
+def test_an_api_server_that_does_not_answer_is_named():
+    kube = kube_api.Kube(kube_api.connect({"host": "http://127.0.0.1:9"}))
+    with pytest.raises(kube_api.KubeError, match=r"^list nodes: ") as exc:
+        kube.nodes()
+    assert exc.value.status is None
