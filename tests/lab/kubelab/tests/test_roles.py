@@ -224,8 +224,9 @@ def test_per_node_time_slicing_from_inventory_and_wrong_replicas_named(lab_only,
 
         wrong = json.loads(json.dumps(TS4))
         wrong["ts-4"]["sharing"]["timeSlicing"]["resources"][0]["replicas"] = 2
-        # allocatable is checked before the workload: no test pod needed to name it
-        res, nodes = validate(device_plugin_configs=wrong, validate_workload=False)
+        # allocatable is checked before the workload: no test pod needed to name it (a node that
+        # does not converge to what the inventory says is named after validate_converge_timeout)
+        res, nodes = validate(device_plugin_configs=wrong, validate_workload=False, validate_converge_timeout=10)
         assert res.returncode != 0
         assert nodes[node]["first_failure"] == "allocatable", nodes[node]
         assert f"advertises {want}, expected {gpu_nodes[node]['gpus'] * 2}" in nodes[node]["summary"]
@@ -267,7 +268,8 @@ def test_a_crash_looping_device_plugin_is_named_and_the_role_repairs_it(lab_only
         broken = kube.wait(lambda: reached(restarted=True), timeout=120,
                            what="a device plugin pod restarting with CONFIG_FILE=/config/missing.yaml")
         before = reached()
-        res, nodes = validate(validate_workload=False)
+        # (the crash-looping nodes are named by the operands check; what comes after it need not wait to converge)
+        res, nodes = validate(validate_workload=False, validate_converge_timeout=10)
         after = reached()
         assert res.returncode != 0
         assert set(nodes) == set(gpu_nodes), nodes

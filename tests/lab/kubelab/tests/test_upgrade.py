@@ -105,6 +105,18 @@ def upgrade_lab(lab_only):
         kube.run("label", "node", name, f"{STATE}-", check=False)
         kube.run("taint", "node", name, f"{CANARY_TAINT}-", check=False)
     playbook("site.yml", "--tags", "driver", *extra(driver_allow_branch_change=True, **LAB_REBOOT), timeout=1800)
+    # the operands keep the driver they started with (the DRA driver's CDI spec names its libraries
+    # by version): as an upgrade does, restart them on both nodes, and wait for them
+    old = {p["metadata"]["uid"] for p in kube.get("-n", "gpuops-nvidia", "pods")["items"]}
+    kube.run("-n", "gpuops-nvidia", "delete", "pods", "--all", "--wait=false")
+
+    def back():
+        pods = kube.get("-n", "gpuops-nvidia", "pods")["items"]
+        sets = kube.get("-n", "gpuops-nvidia", "daemonsets")["items"]
+        return not {p["metadata"]["uid"] for p in pods} & old and all(
+            d["status"].get("numberReady") == d["status"].get("desiredNumberScheduled") for d in sets) and all(
+            any(c["type"] == "Ready" and c["status"] == "True" for c in p["status"].get("conditions", [])) for p in pods)
+    kube.wait(back, timeout=240, what="the operands restarted on the lab's drivers")
 
 
 def test_check_mode_lists_the_waves_and_changes_nothing(upgrade_lab):
