@@ -33,7 +33,8 @@ the logic is tested there and the roles stay a readable sequence.
 - ``validate_report_changed(text, previous)``: whether the validation report (its JSON text) says
   anything the report the last run wrote does not: a passed check's evidence that only names what
   this run happened to see (which GPU the test pod got, the exporter pod's address) is no change.
-- ``mig_cluster_wanted(node, default)``, ``mig_cluster_pause(node)``, ``mig_cluster_restore(node)``,
+- ``mig_cluster_wanted(node, default)``, ``mig_cluster_pause(node, operands, reason)``,
+  ``mig_cluster_restore(node, reason)`` (reason mig-change, or gpu-reset: a remediation's reset),
   ``mig_cluster_state(node, state)``, ``mig_cluster_leftovers(node)``, ``mig_operand_pods(pods, node,
   keys)``, ``mig_strategy_errors(plan, strategy)``: a node's MIG change in the cluster, as NVIDIA's
   MIG manager does it in node labels (module_utils/mig/cluster.py).

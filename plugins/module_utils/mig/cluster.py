@@ -11,6 +11,11 @@ no ``paused-*`` value is left behind, also after a failure.
 Unlike the MIG manager, what was paused is also recorded on the node (annotation
 ``gpuops.nvidia/mig.paused-operands``), so that a run that died midway is undone by the next one.
 
+A GPU reset (a remediation) pauses the operands the same way, as its own reason (``reason``
+``gpu-reset``: the value ``paused-for-gpu-reset``, the annotation
+``gpuops.nvidia/gpu-reset.paused-operands``): nvidia-smi resets no GPU that DCGM or the device
+plugin holds, and neither pause undoes the other's.
+
 JSON patches guarded by test operations: a label someone changed meanwhile makes the patch fail
 instead of being overwritten. Pure functions over plain data (Node and Pod objects as the API
 returns them); no I/O."""
@@ -28,6 +33,9 @@ STATE_LABEL = "nvidia.com/mig.config.state"
 STATES = ("pending", "rebooting", "success", "failed")
 PAUSED = "paused-for-mig-change"
 ANNOTATION = "gpuops.nvidia/mig.paused-operands"
+# what pauses the operands: the deploy labels' value, and the annotation that records them
+PAUSES = {"mig-change": (PAUSED, ANNOTATION),
+          "gpu-reset": ("paused-for-gpu-reset", "gpuops.nvidia/gpu-reset.paused-operands")}
 STRATEGIES = ("none", "single", "mixed")
 
 
@@ -62,44 +70,56 @@ def wanted_config(node, default=""):
     return value if value else default
 
 
-def paused_record(node):
+def _pause_of(reason):
+    if reason not in PAUSES:
+        raise ValueError("%r pauses no operands (%s)" % (reason, ", ".join(sorted(PAUSES))))
+    return PAUSES[reason]
+
+
+def paused_record(node, reason="mig-change"):
     """{label key: value before the pause} that this collection recorded on the node; {} when none.
     ValueError when the annotation is not such a JSON object (fix or remove it by hand)."""
-    return json_record(_meta(node, "annotations"), ANNOTATION, lambda key, value: isinstance(key, str) and key.startswith(
-        DEPLOY_LABEL_PREFIX) and isinstance(value, str), "nvidia.com/gpu.deploy.* label -> value before the MIG change")
+    annotation = _pause_of(reason)[1]
+    return json_record(_meta(node, "annotations"), annotation, lambda key, value: isinstance(key, str) and key.startswith(
+        DEPLOY_LABEL_PREFIX) and isinstance(value, str), "nvidia.com/gpu.deploy.* label -> value before the %s" % (
+            "MIG change" if reason == "mig-change" else reason.replace("-", " ")))
 
 
-def pause(node, operands=OPERANDS):
+def pause(node, operands=OPERANDS, reason="mig-change"):
     """{"patch", "paused"}: the operands deployed on the node ("true") are paused; "paused" maps each
     paused label to its value before, merged with what an earlier run recorded and did not restore.
     An admin's "false", an absent label (the operand is not deployed there) and other paused-*
-    values are left as they are. The record goes into the node annotation in the same patch."""
+    values are left as they are. The record goes into the node annotation in the same patch.
+    ``reason``: a key of PAUSES."""
+    value, annotation = _pause_of(reason)
     labels = _meta(node, "labels")
-    record = paused_record(node)
-    paused = {k: v for k, v in record.items() if labels.get(k) == PAUSED}
+    record = paused_record(node, reason)
+    paused = {k: v for k, v in record.items() if labels.get(k) == value}
     patch = []
     for operand in operands:
         key = DEPLOY_LABEL_PREFIX + operand
         if labels.get(key) == "true":
-            patch += _set(node, "labels", key, PAUSED)
+            patch += _set(node, "labels", key, value)
             paused[key] = "true"
     if paused != record:
-        patch = _set(node, "annotations", ANNOTATION,
+        patch = _set(node, "annotations", annotation,
                      json.dumps(paused, sort_keys=True, separators=(",", ":")) if paused else None) + patch
     return {"patch": patch, "paused": paused}
 
 
-def restore(node):
-    """The patch that gives each label recorded as paused its value back and removes the record;
-    a label that is no longer paused-for-mig-change (someone changed it meanwhile) is left alone."""
+def restore(node, reason="mig-change"):
+    """The patch that gives each label recorded as paused (for ``reason``) its value back and
+    removes the record; a label that is no longer paused-for-<reason> (someone changed it
+    meanwhile) is left alone."""
+    value, annotation = _pause_of(reason)
     labels = _meta(node, "labels")
-    record = paused_record(node)
+    record = paused_record(node, reason)
     patch = []
     for key in sorted(record):
-        if labels.get(key) == PAUSED:
+        if labels.get(key) == value:
             patch += _set(node, "labels", key, record[key])
-    if ANNOTATION in _meta(node, "annotations"):
-        patch += _set(node, "annotations", ANNOTATION, None)
+    if annotation in _meta(node, "annotations"):
+        patch += _set(node, "annotations", annotation, None)
     return patch
 
 

@@ -20,7 +20,7 @@ import urllib.request
 import pytest
 import yaml
 
-from conftest import LAB, REPO
+from conftest import KUBECTL, LAB, REPO
 from test_roles import INVENTORY, extra, playbook
 
 L40S = "gpuops-lab-l40s"
@@ -33,6 +33,11 @@ RECORD = "gpuops.nvidia/remediation"
 # what a remediation writes on the node (its record, the engine's state and maintenance): put back
 # as they were when the tests end, so the tests after these find the node as make lab left it
 NODE_KEYS = ("gpuops.nvidia/", "nvidia.com/gpu-driver-upgrade")
+NVML_SERIAL = ("import ctypes, sys; nvml = ctypes.CDLL('libnvidia-ml.so.1'); assert nvml.nvmlInit_v2() == 0; "
+               "handle = ctypes.c_void_p(); "
+               "assert nvml.nvmlDeviceGetHandleByIndex_v2(int(sys.argv[1]), ctypes.byref(handle)) == 0; "
+               "serial = ctypes.create_string_buffer(64); assert nvml.nvmlDeviceGetSerial(handle, serial, 64) == 0; "
+               "print(serial.value.decode())")
 
 
 @pytest.fixture(scope="module")
@@ -115,7 +120,7 @@ def loop(lab_only, l40s_as_it_was, tmp_path_factory):  # pylint: disable=unused-
         _podman("exec", CP, "sh", "-c", f"rm -f {RULES} && systemctl reload prometheus", check=False)
 
 
-def test_an_xid_that_needs_a_gpu_reset_is_remediated_end_to_end(loop, gpu_nodes):
+def test_an_xid_that_needs_a_gpu_reset_is_remediated_end_to_end(loop, gpu_nodes, request):
     kube = loop["kube"]
     uuid = _podman("exec", L40S, "nvidia-smi", "-L").stdout.splitlines()[0].split("UUID: ")[1].rstrip(")")
     # a node without remediation history (an earlier reset of this GPU within the day would
@@ -125,6 +130,12 @@ def test_an_xid_that_needs_a_gpu_reset_is_remediated_end_to_end(loop, gpu_nodes)
     before = kube.get("node", L40S)
     assert not before["spec"].get("unschedulable")
     earlier = []
+    # every value the exporter's deploy label takes while the remediation runs (a watch of the node)
+    deploy = subprocess.Popen(  # pylint: disable=consider-using-with
+        [KUBECTL, "get", "node", L40S, "--watch", "-o",
+         "jsonpath={.metadata.labels.nvidia\\.com/gpu\\.deploy\\.dcgm-exporter}{\"\\n\"}"],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=dict(os.environ, KUBECONFIG=kube.kubeconfig))
+    request.addfinalizer(deploy.kill)
     assert _podman("exec", L40S, "fake-nvml-xid", "--gpu", "0", "--xid", "95").returncode == 0
     # Prometheus: the exporter's last XID, and the collection's alert with its labels
     firing = kube.wait(lambda: _query('ALERTS{alertname="GPUXidError",alertstate="firing",node="%s"}' % L40S),
@@ -148,6 +159,11 @@ def test_an_xid_that_needs_a_gpu_reset_is_remediated_end_to_end(loop, gpu_nodes)
     assert attempt["fingerprint"] and attempt["starts_at"]
     node = kube.get("node", L40S)
     assert not node["spec"].get("unschedulable"), "the node was left cordoned"
+    # the GPU operands were paused for the reset (DCGM holds the GPU) and given back
+    deploy.terminate()
+    values = [line.strip() for line in deploy.communicate(timeout=30)[0].splitlines() if line.strip()]
+    assert "paused-for-gpu-reset" in values and values[-1] == "true", values
+    assert node["metadata"]["labels"]["nvidia.com/gpu.deploy.dcgm-exporter"] == "true"
     assert node["metadata"]["labels"]["gpuops.nvidia/remediation-state"] == "remediation-done"
     assert node["metadata"]["labels"]["nvidia.com/gpu-driver-upgrade-state"] == "upgrade-done"
     # the GPU was reset: the fake driver's record of the XID is gone with it
@@ -206,3 +222,61 @@ def test_a_remediation_that_fails_midway_stays_cordoned_with_its_reason_and_the_
     assert [(a["result"], a["action"]) for a in record["attempts"]] == [("failed", "gpu-reset"), ("done", "gpu-reset")]
     assert [json.loads(line)["state"] for line in report.read_text().splitlines()] == [
         "remediation-in-progress", "remediation-failed", "remediation-in-progress", "remediation-done"]
+
+
+def test_the_same_gpu_failing_again_is_rebooted_then_quarantined_with_an_rma_record_naming_its_serial(
+        lab_only, l40s_as_it_was, tmp_path):  # pylint: disable=unused-argument
+    """The escalation ladder on the lab node: GPU 2 of the L40S was reset an hour ago (its record
+    says so); the same XID on it again escalates the reset to a node reboot (the lab's reboot: the
+    fake NVML's, then what a boot runs), after which the node is back in service; failing once more
+    it is quarantined - cordoned, tainted, labelled - with an RMA record naming the GPU's serial as
+    the node's NVML reports it (through gpu_report's inventory record on the node)."""
+    kube = lab_only
+    lines = _podman("exec", L40S, "nvidia-smi", "-L").stdout.splitlines()
+    uuid = lines[2].split("UUID: ")[1].rstrip(")")
+    # the GPU's serial as the node's NVML answers nvmlDeviceGetSerial (read here through ctypes)
+    serial = _podman("exec", L40S, "python3", "-c", NVML_SERIAL, "2").stdout.strip()
+    assert serial, "the node's NVML gave no serial"
+    hour_ago = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - 3600))
+    kube.run("label", "node", L40S, "gpuops.nvidia/remediation-state-")
+    kube.run("annotate", "node", L40S, "--overwrite", RECORD + "=" + json.dumps({
+        "state": "remediation-done", "reason": "", "action": "gpu-reset", "finding": "ecc_uncorrectable", "gpu": "2",
+        "at": hour_ago, "attempts": [{"at": hour_ago, "uuid": uuid, "gpu": "2", "finding": "ecc_uncorrectable",
+                                      "action": "gpu-reset", "fingerprint": "0f0f0f0f0f0f0f0f",
+                                      "starts_at": hour_ago, "result": "done"}]}))
+    from test_upgrade import LAB_REBOOT  # pylint: disable=import-outside-toplevel
+
+    def alert(fingerprint):
+        return extra(gpuops_remediation_alert={
+            "node": L40S, "finding": "ecc_uncorrectable", "action": "gpu-reset", "fingerprint": fingerprint,
+            "starts_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "labels": {"alertname": "GPUXidError", "gpu": "2", "UUID": uuid, "xid": "95"}},
+            gpuops_remediation_report=str(tmp_path / "remediation.jsonl"), driver_upgrade_validate=False, **LAB_REBOOT)
+    booted = _podman("exec", L40S, "stat", "-c", "%.9Y", STATE).stdout.strip()
+    try:
+        res = playbook("remediate.yml", *alert("1a1a1a1a1a1a1a1a"), check=False)
+        assert res.returncode == 0, res.stdout[-5000:]
+        assert "node-reboot (escalated from gpu-reset)" in res.stdout, res.stdout[-5000:]
+        node = kube.get("node", L40S)
+        record = json.loads(node["metadata"]["annotations"][RECORD])
+        assert (record["state"], record["action"]) == ("remediation-done", "node-reboot"), record
+        assert [(a["action"], a["result"]) for a in record["attempts"]] == [("gpu-reset", "done"), ("node-reboot", "done")]
+        assert _podman("exec", L40S, "stat", "-c", "%.9Y", STATE).stdout.strip() != booted, "the node did not reboot"
+        assert not node["spec"].get("unschedulable")
+
+        res = playbook("remediate.yml", *alert("2b2b2b2b2b2b2b2b"), check=False)
+        assert res.returncode == 0, res.stdout[-5000:]
+        # (the plan names the action the alert asked for, and the attempts that raised it)
+        assert "quarantine (escalated from gpu-reset)" in res.stdout and "2 attempt(s) on it" in res.stdout, \
+            res.stdout[-5000:]
+        node = kube.get("node", L40S)
+        record = json.loads(node["metadata"]["annotations"][RECORD])
+        assert record["state"] == "quarantined" and record["action"] == "quarantine", record
+        assert record["rma"]["uuid"] == uuid and record["rma"]["serial"] == serial, record["rma"]
+        assert f"RMA: GPU 2, UUID {uuid}, serial {serial}" in res.stdout
+        assert node["spec"].get("unschedulable") is True
+        assert {"key": "gpuops.nvidia/quarantined", "value": "true", "effect": "NoSchedule"} in [
+            {k: t.get(k) for k in ("key", "value", "effect")} for t in node["spec"].get("taints", [])]
+        assert node["metadata"]["labels"]["gpuops.nvidia/remediation-state"] == "quarantined"
+    finally:
+        kube.run("taint", "node", L40S, "gpuops.nvidia/quarantined-", check=False)

@@ -72,6 +72,24 @@ def test_a_run_that_died_is_undone_by_the_next_and_its_record_is_kept_when_pausi
     assert patched(died, mig_cluster.restore(died))["metadata"]["labels"] == before["metadata"]["labels"]
 
 
+def test_a_gpu_reset_pauses_with_its_own_value_and_record_and_neither_pause_undoes_the_other():
+    before = node({DP: "true", DCGM: "true", GFD: "true"}, {})
+    out = mig_cluster.pause(before, ["device-plugin", "dcgm-exporter"], "gpu-reset")
+    during = patched(before, out["patch"])
+    labels = during["metadata"]["labels"]
+    assert labels[DP] == labels[DCGM] == "paused-for-gpu-reset" and labels[GFD] == "true"
+    assert json.loads(during["metadata"]["annotations"]["gpuops.nvidia/gpu-reset.paused-operands"]) == {
+        DP: "true", DCGM: "true"}
+    # a MIG change's restore finds nothing of its own to restore; the reset's gives back what it paused
+    assert mig_cluster.restore(during) == [] and mig_cluster.paused_record(during) == {}
+    assert patched(during, mig_cluster.restore(during, "gpu-reset")) == before
+
+
+def test_an_unknown_reason_to_pause_is_refused():
+    with pytest.raises(ValueError, match="'reboot' pauses no operands"):
+        mig_cluster.pause(node({DP: "true"}), reason="reboot")
+
+
 def test_a_label_changed_during_the_change_is_left_alone():
     before = node({DP: "true", DCGM: "true"}, {})
     during = patched(before, mig_cluster.pause(before)["patch"])
