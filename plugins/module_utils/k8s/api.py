@@ -8,8 +8,8 @@ kubernetes.core and of the gpuops.nvidia.k8s_auth lookup (``kubeconfig``, ``cont
 ``~/.kube/config``, then the in-cluster service account.
 
 The ``kubernetes`` Python client reads the kubeconfig (its exec plugins, client certificates and
-tokens, as kubernetes.core reads them); the requests themselves go over urllib3 (the client's own
-transport) as the API's JSON, without the client's generated API classes and models: building
+tokens, as kubernetes.core reads them) and makes its urllib3 pool (TLS, proxies, retries); the
+requests go over that pool as the API's JSON, without the client's generated API classes and models: building
 those costs about a second of CPU in every module run, which a wave of 16 nodes on a small
 controller pays 16 times at each step."""
 
@@ -21,12 +21,13 @@ import datetime
 import json
 import os
 import time
-from urllib.parse import quote, urlencode, urlsplit
+from urllib.parse import quote, urlencode
 
 try:
     import urllib3
     from kubernetes import client as k8s_client
     from kubernetes import config as k8s_config
+    from kubernetes.client import rest as k8s_rest
     from kubernetes.client.rest import ApiException
     from yaml import YAMLError  # the kubernetes client reads kubeconfigs with PyYAML
     HAS_KUBERNETES = True
@@ -137,14 +138,6 @@ def connect(params: dict):
     return Connection(configuration)
 
 
-def _bypasses_proxy(host: str, no_proxy: str) -> bool:
-    """Whether ``no_proxy`` (comma-separated hosts, domains and ``*``) exempts ``host``."""
-    for entry in (e.strip().lower().lstrip(".") for e in (no_proxy or "").split(",")):
-        if entry and (entry == "*" or host == entry or host.endswith("." + entry)):
-            return True
-    return False
-
-
 class Connection:
     """The API server's address, TLS settings and credentials (a kubernetes client Configuration,
     ``configuration``) and a urllib3 pool to it. ``request`` sends one call; every failure is a
@@ -159,23 +152,11 @@ class Connection:
         return k8s_client.ApiClient(self.configuration)
 
     def _manager(self):
+        # the kubernetes client's own urllib3 pool for the configuration: its TLS settings (CA,
+        # client certificate, server name), proxies (HTTP and SOCKS, no_proxy), retries and
+        # socket options, exactly as the client would connect
         if self._pool is None:
-            config = self.configuration
-            options = {"num_pools": 2, "maxsize": 2, "retries": False}
-            if urlsplit(config.host).scheme == "https":
-                options["cert_reqs"] = "CERT_REQUIRED" if config.verify_ssl else "CERT_NONE"
-                for option, value in (("ca_certs", config.ssl_ca_cert), ("cert_file", config.cert_file),
-                                      ("key_file", config.key_file),
-                                      ("assert_hostname", getattr(config, "assert_hostname", None)),
-                                      ("server_hostname", getattr(config, "tls_server_name", None))):
-                    if value:
-                        options[option] = value
-            proxy = getattr(config, "proxy", None)
-            if proxy and not _bypasses_proxy(urlsplit(config.host).hostname or "", getattr(config, "no_proxy", "")):
-                self._pool = urllib3.ProxyManager(proxy, proxy_headers=getattr(config, "proxy_headers", None),
-                                                  **options)
-            else:
-                self._pool = urllib3.PoolManager(**options)
+            self._pool = k8s_rest.RESTClientObject(self.configuration).pool_manager
         return self._pool
 
     def _headers(self, content_type: str | None) -> dict:

@@ -135,7 +135,7 @@ def test_an_xid_that_needs_a_gpu_reset_is_remediated_end_to_end(loop, gpu_nodes,
         [KUBECTL, "get", "node", L40S, "--watch", "-o",
          "jsonpath={.metadata.labels.nvidia\\.com/gpu\\.deploy\\.dcgm-exporter}{\"\\n\"}"],
         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=dict(os.environ, KUBECONFIG=kube.kubeconfig))
-    request.addfinalizer(deploy.kill)
+    request.addfinalizer(lambda: (deploy.kill(), deploy.wait(timeout=30)))
     assert _podman("exec", L40S, "fake-nvml-xid", "--gpu", "0", "--xid", "95").returncode == 0
     # Prometheus: the exporter's last XID, and the collection's alert with its labels
     firing = kube.wait(lambda: _query('ALERTS{alertname="GPUXidError",alertstate="firing",node="%s"}' % L40S),
@@ -210,6 +210,9 @@ def test_a_remediation_that_fails_midway_stays_cordoned_with_its_reason_and_the_
         assert f"GPU {uuid} could not be reset (nvidia-smi exit" in record["reason"], record["reason"]
         assert "stop what holds it" in record["reason"]
         assert [a["result"] for a in record["attempts"]] == ["failed"]
+        # the GPU operands the reset paused are given back all the same
+        assert node["metadata"]["labels"]["nvidia.com/gpu.deploy.dcgm-exporter"] == "true"
+        assert "gpuops.nvidia/gpu-reset.paused-operands" not in node["metadata"].get("annotations", {})
     finally:
         _podman("exec", L40S, "fake-nvml-busy", "--clear", "--gpu", "1")
     # (the validation after the reset is the first test's; here the resumed node goes back without it)

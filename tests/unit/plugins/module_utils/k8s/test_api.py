@@ -235,7 +235,9 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 
 
 @pytest.fixture
-def server():
+def server(monkeypatch):
+    for name in ("http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY"):
+        monkeypatch.delenv(name, raising=False)
     _Handler.answers, _Handler.seen = {}, []
     httpd = http.server.HTTPServer(("127.0.0.1", 0), _Handler)
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
@@ -265,7 +267,22 @@ def test_requests_carry_the_token_and_the_patch_type_and_errors_carry_the_server
     assert kube.node("x") is None and handler.seen[-1]["path"] == "/api/v1/nodes/x"
 
 
-def test_an_api_server_that_does_not_answer_is_named():
+def test_the_connection_goes_as_the_kubernetes_client_would_through_its_proxy(monkeypatch):
+    for name in ("no_proxy", "NO_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+    connection = kube_api.connect({"host": "https://10.96.0.1:443"})
+    connection.configuration.proxy = "http://proxy.internal:3128"
+    pool = connection._manager()
+    assert type(pool).__name__ == "ProxyManager" and pool.proxy.host == "proxy.internal"
+    # a cluster address the client's no_proxy names (a CIDR) goes direct
+    direct = kube_api.connect({"host": "https://10.96.0.1:443"})
+    direct.configuration.proxy, direct.configuration.no_proxy = "http://proxy.internal:3128", "10.0.0.0/8"
+    assert type(direct._manager()).__name__ == "PoolManager"
+
+
+def test_an_api_server_that_does_not_answer_is_named(monkeypatch):
+    for name in ("http_proxy", "HTTP_PROXY", "all_proxy", "ALL_PROXY"):
+        monkeypatch.delenv(name, raising=False)
     kube = kube_api.Kube(kube_api.connect({"host": "http://127.0.0.1:9"}))
     with pytest.raises(kube_api.KubeError, match=r"^list nodes: ") as exc:
         kube.nodes()
