@@ -36,7 +36,7 @@ the logic is tested there and the roles stay a readable sequence.
 - ``mig_cluster_wanted(node, default)``, ``mig_cluster_pause(node, operands, reason)``,
   ``mig_cluster_restore(node, reason)`` (reason mig-change, or gpu-reset: a remediation's reset),
   ``mig_cluster_state(node, state)``, ``mig_cluster_leftovers(node)``, ``mig_operand_pods(pods, node,
-  keys)``, ``mig_strategy_errors(plan, strategy)``: a node's MIG change in the cluster, as NVIDIA's
+  keys)``, ``mig_operands_not_back(node, daemonsets, pods, keys)``, ``mig_strategy_errors(plan, strategy)``: a node's MIG change in the cluster, as NVIDIA's
   MIG manager does it in node labels (module_utils/mig/cluster.py).
 - ``dcgm_metrics(extra)``, ``dcgm_metrics_errors(rows)``, ``dcgm_metrics_csv(rows)``,
   ``dcgm_metric_names(rows)``: the DCGM exporter's counters file.
@@ -194,6 +194,7 @@ class FilterModule:
             "mig_cluster_state": mig_cluster.state,
             "mig_cluster_leftovers": mig_cluster.leftovers,
             "mig_operand_pods": mig_cluster.operand_pods,
+            "mig_operands_not_back": mig_cluster.operands_not_back,
             "mig_strategy_errors": mig_cluster.strategy_errors,
             "dcgm_metrics": dcgm_metrics,
             "dcgm_metrics_errors": dcgm_fields.errors,

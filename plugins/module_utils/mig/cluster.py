@@ -154,6 +154,33 @@ def operand_pods(pods, node_name, keys):
     return sorted(out)
 
 
+def operands_not_back(node, daemonsets, pods, keys):
+    """'namespace/name' of the DaemonSets the given-back labels `keys` bring back to `node` - their
+    pods' node selector asks for one of `keys`, and the whole of it matches the node's labels (read
+    after the give-back) - that have no pod on the node Running and Ready yet (one being deleted does
+    not count): what the node waits for before it takes work again. A DaemonSet no pause kept off
+    the node, or one that does not select it, is none of them."""
+    meta = node.get("metadata") or {}
+    name, labels, keys = meta.get("name"), meta.get("labels") or {}, set(keys or ())
+    out = []
+    for daemonset in daemonsets or []:
+        ds_meta = daemonset.get("metadata") or {}
+        template = ((daemonset.get("spec") or {}).get("template") or {}).get("spec") or {}
+        selector = template.get("nodeSelector") or {}
+        if not keys & set(selector) or any(labels.get(k) != v for k, v in selector.items()):
+            continue
+        uid = ds_meta.get("uid")
+        back = [p for p in pods or [] if (p.get("spec") or {}).get("nodeName") == name
+                and not (p.get("metadata") or {}).get("deletionTimestamp")
+                and any(o.get("uid") == uid for o in (p.get("metadata") or {}).get("ownerReferences") or [])
+                and (p.get("status") or {}).get("phase") == "Running"
+                and any(c.get("type") == "Ready" and c.get("status") == "True"
+                        for c in (p.get("status") or {}).get("conditions") or [])]
+        if not back:
+            out.append("%s/%s" % (ds_meta.get("namespace", ""), ds_meta.get("name", "")))
+    return sorted(out)
+
+
 def _describe(after):
     if not after.get("mig_enabled"):
         return "MIG off"

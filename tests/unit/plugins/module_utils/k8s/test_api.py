@@ -287,3 +287,131 @@ def test_an_api_server_that_does_not_answer_is_named(monkeypatch):
     with pytest.raises(kube_api.KubeError, match=r"^list nodes: ") as exc:
         kube.nodes()
     assert exc.value.status is None
+
+
+# ---- over TLS, as a cluster's API server answers: its CA, a client certificate, chunked watches --
+
+def _certificates(tmp_path):
+    """A CA, the server's certificate for 127.0.0.1 and a client certificate it signed (PEM files)."""
+    import datetime  # pylint: disable=import-outside-toplevel
+    import ipaddress  # pylint: disable=import-outside-toplevel
+
+    from cryptography import x509  # pylint: disable=import-outside-toplevel
+    from cryptography.hazmat.primitives import hashes, serialization  # pylint: disable=import-outside-toplevel
+    from cryptography.hazmat.primitives.asymmetric import ec  # pylint: disable=import-outside-toplevel
+    from cryptography.x509.oid import NameOID  # pylint: disable=import-outside-toplevel
+
+    now = datetime.datetime.now(datetime.timezone.utc)
+
+    def issue(name, issuer=None, issuer_key=None, ca=False, san=None):
+        key = ec.generate_private_key(ec.SECP256R1())
+        subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
+        builder = (x509.CertificateBuilder().subject_name(subject).issuer_name(issuer or subject)
+                   .public_key(key.public_key()).serial_number(x509.random_serial_number())
+                   .not_valid_before(now - datetime.timedelta(minutes=5)).not_valid_after(now + datetime.timedelta(hours=1))
+                   .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True))
+        if san:
+            builder = builder.add_extension(x509.SubjectAlternativeName(san), critical=False)
+        cert = builder.sign(issuer_key or key, hashes.SHA256())
+        return cert, key
+
+    files = {}
+
+    def write(name, cert, key):
+        files[name] = (tmp_path / (name + ".crt"), tmp_path / (name + ".key"))
+        files[name][0].write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+        files[name][1].write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                                     serialization.NoEncryption()))
+    ca, ca_key = issue("gpuops-test-ca", ca=True)
+    write("ca", ca, ca_key)
+    write("server", *issue("kube-apiserver", ca.subject, ca_key, san=[x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]))
+    write("client", *issue("gpuops-operator", ca.subject, ca_key))
+    write("other-ca", *issue("another-ca", ca=True))
+    return files
+
+
+class _TLSHandler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"  # (chunked answers)
+    seen = []
+
+    def do_GET(self):  # pylint: disable=invalid-name
+        peer = self.connection.getpeercert() or {}
+        subject = dict(item[0] for item in peer.get("subject", ()))
+        type(self).seen.append({"path": self.path, "client": subject.get("commonName")})
+        if "watch=true" not in self.path:
+            data = json.dumps({"metadata": {"resourceVersion": "7"}, "items": [{"metadata": {"name": "gpu-01"}}]}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+            return
+        # a watch: chunked, as the API server streams it - one event for the nodes, none (the
+        # server's timeout ends it) for the pods
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        if self.path.startswith("/api/v1/nodes"):
+            event = json.dumps({"type": "MODIFIED", "object": {"metadata": {"name": "gpu-01"}}}).encode() + b"\n"
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(event), event))
+        self.wfile.write(b"0\r\n\r\n")
+        self.close_connection = True
+
+    def log_message(self, *args):  # (quiet)
+        pass
+
+
+@pytest.fixture
+def tls_server(tmp_path, monkeypatch):
+    import ssl  # pylint: disable=import-outside-toplevel
+    for name in ("http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+    files = _certificates(tmp_path)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(*files["server"])
+    context.load_verify_locations(files["ca"][0])
+    context.verify_mode = ssl.CERT_REQUIRED  # (as an API server that takes client certificates)
+    _TLSHandler.seen = []
+    httpd = http.server.HTTPServer(("127.0.0.1", 0), _TLSHandler)
+    httpd.socket = context.wrap_socket(httpd.socket, server_side=True)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield httpd, files
+    httpd.shutdown()
+    httpd.server_close()
+
+
+def _tls_kubeconfig(tmp_path, port, files, ca="ca"):
+    path = tmp_path / ("kubeconfig-" + ca)
+    cluster = {"server": "https://127.0.0.1:%d" % port, "certificate-authority": str(files[ca][0])}
+    user = {"client-certificate": str(files["client"][0]), "client-key": str(files["client"][1])}
+    path.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": "c",
+        "clusters": [{"name": "c", "cluster": cluster}], "users": [{"name": "u", "user": user}],
+        "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}]}))
+    return str(path)
+
+
+def test_tls_with_the_kubeconfigs_ca_and_client_certificate_and_chunked_watches(tls_server, tmp_path):
+    httpd, files = tls_server
+    kube = kube_api.Kube(kube_api.connect({"kubeconfig": _tls_kubeconfig(tmp_path, httpd.server_port, files)}))
+    assert kube.nodes() == [{"metadata": {"name": "gpu-01"}}]
+    # the server verified the client certificate the kubeconfig names
+    assert _TLSHandler.seen[-1] == {"path": "/api/v1/nodes", "client": "gpuops-operator"}
+    # a watch from the list's version: the first event of the chunked stream is the change
+    assert kube.wait_change(("nodes", ""), 5) is True
+    assert _TLSHandler.seen[-1]["path"].startswith("/api/v1/nodes?") and "resourceVersion=7" in _TLSHandler.seen[-1]["path"]
+    # a watch the server ends with no event: no change
+    kube.pods("gpu-01")
+    assert kube.wait_change(("pods", "gpu-01", "", ""), 5) is False
+    # and the connection is usable again after both
+    assert kube.nodes() == [{"metadata": {"name": "gpu-01"}}]
+
+
+def test_a_server_certificate_another_ca_signed_is_refused_naming_the_call(tls_server, tmp_path):
+    httpd, files = tls_server
+    kube = kube_api.Kube(kube_api.connect({"kubeconfig": _tls_kubeconfig(tmp_path, httpd.server_port, files, "other-ca")}))
+    with pytest.raises(kube_api.KubeError, match=r"^list nodes: .*CERTIFICATE_VERIFY_FAILED") as exc:
+        kube.nodes()
+    assert exc.value.status is None

@@ -147,6 +147,48 @@ def test_operand_pods_are_those_a_paused_label_selects_on_this_node():
     assert mig_cluster.operand_pods(pods, "n1", []) == []
 
 
+def daemonset(name, uid, selector, namespace="gpuops-nvidia"):
+    return {"metadata": {"name": name, "namespace": namespace, "uid": uid},
+            "spec": {"template": {"spec": {"nodeSelector": dict(selector)}}}}
+
+
+def owned_pod(name, node_name, owner_uid, phase="Running", ready=True, deleting=False):
+    meta = {"name": name, "namespace": "gpuops-nvidia", "ownerReferences": [{"kind": "DaemonSet", "uid": owner_uid}]}
+    if deleting:
+        meta["deletionTimestamp"] = "2026-12-05T10:00:00Z"
+    return {"metadata": meta, "spec": {"nodeName": node_name},
+            "status": {"phase": phase, "conditions": [{"type": "Ready", "status": "True" if ready else "False"}]}}
+
+
+def test_operands_not_back_are_the_given_back_daemonsets_without_a_ready_pod_on_the_node():
+    after = node({DP: "true", DCGM: "true", GFD: "false", "nvidia.com/gpu.present": "true", **HOST})
+    sets = [daemonset("nvidia-device-plugin", "u-dp", {DP: "true"}),
+            daemonset("dcgm-exporter", "u-dcgm", {DCGM: "true", "nvidia.com/gpu.present": "true"}),
+            # an admin's "false" keeps GFD off the node: nothing to wait for
+            daemonset("gpu-feature-discovery", "u-gfd", {GFD: "true"}),
+            # selects the node by another label only: none of the given-back operands
+            daemonset("node-exporter", "u-ne", {"kubernetes.io/os": "linux"}),
+            # a deploy label's DaemonSet that does not match the node otherwise
+            daemonset("dra", "u-dra", {"nvidia.com/gpu.deploy.dra-driver": "true"})]
+    keys = [DP, DCGM, GFD, "nvidia.com/gpu.deploy.dra-driver"]
+    # no pods yet: both operands the node runs are waited for
+    assert mig_cluster.operands_not_back(after, sets, [], keys) == [
+        "gpuops-nvidia/dcgm-exporter", "gpuops-nvidia/nvidia-device-plugin"]
+    pods = [owned_pod("dp-old", "n1", "u-dp", deleting=True),          # the paused one, leaving
+            owned_pod("dp-new", "n1", "u-dp", phase="Pending", ready=False),
+            owned_pod("dcgm-elsewhere", "n2", "u-dcgm")]
+    assert mig_cluster.operands_not_back(after, sets, pods, keys) == [
+        "gpuops-nvidia/dcgm-exporter", "gpuops-nvidia/nvidia-device-plugin"]
+    pods += [owned_pod("dp-new2", "n1", "u-dp"), owned_pod("dcgm-new", "n1", "u-dcgm", ready=False)]
+    assert mig_cluster.operands_not_back(after, sets, pods, keys) == ["gpuops-nvidia/dcgm-exporter"]
+    pods.append(owned_pod("dcgm-new2", "n1", "u-dcgm"))
+    assert mig_cluster.operands_not_back(after, sets, pods, keys) == []
+    # a label still paused (someone's, or the give-back failed) brings nothing back to wait for
+    still = node({DP: mig_cluster.PAUSES["gpu-reset"][0], **HOST})
+    assert mig_cluster.operands_not_back(still, sets, [], keys) == []
+    assert mig_cluster.operands_not_back({}, sets, [], keys) == []
+
+
 def gpu(index, enabled, devices=None):
     return {"gpu": index, "after": {"mig_enabled": enabled, "devices": devices or {}}}
 
