@@ -167,6 +167,24 @@ def _escalated(action: str, previous: list) -> tuple:
     return action, None
 
 
+def held_xid_restart(attempts: list, uuid: str, xid: str, began) -> dict | None:
+    """The done restart-workload attempt for XID ``xid`` of GPU ``uuid`` that an alert which began at
+    ``began`` (a datetime) still reports: the alert began after that restart, and no GPU reset or
+    node reboot of the GPU was done since (either clears the XID). None when there is none."""
+    if began is None:
+        return None
+    found = None
+    for attempt in attempts:
+        at = parse_time(attempt.get("at"))
+        if attempt.get("uuid") != uuid or attempt.get("result") != "done" or at is None or at > began:
+            continue
+        if attempt.get("action") == "restart-workload" and str(attempt.get("xid") or "") == str(xid):
+            found = attempt
+        elif attempt.get("action") in ("gpu-reset", "node-reboot") and found is not None:
+            found = None
+    return found
+
+
 def plan(alert: dict, node: dict | None, inventory: dict | None = None, policy: dict | None = None,
          now: str | None = None) -> dict:
     """The plan for ``alert`` on ``node``. ``now``: an RFC 3339 time (the record's clock).
@@ -223,6 +241,18 @@ def plan(alert: dict, node: dict | None, inventory: dict | None = None, policy: 
     action = alert["action"]
     if action == "none":
         return done("the alert asks for no action (%s)" % alert["finding"])
+    xid = labels.get("xid") or None
+    result["xid"] = xid
+    # DCGM_FI_DEV_XID_ERRORS holds a GPU's last XID until the GPU is reset, and the exporter
+    # attributes it to whichever pod has the GPU: the pod a restart-workload started again inherits
+    # the XID it was restarted for, as a new series - a new alert, which is no new fault
+    if action == "restart-workload" and xid and uuid:
+        restarted = held_xid_restart(record["attempts"], uuid, xid, parse_time(alert.get("starts_at")))
+        if restarted:
+            which = (gpu if gpu is not None else "-", uuid, xid, restarted.get("at"))
+            return done("GPU %s (%s) still reports XID %s, for which its workload was restarted at %s: "
+                        "DCGM_FI_DEV_XID_ERRORS holds the last XID until the GPU is reset, and the restarted "
+                        "pod's series carries it - nothing to do" % which, record.get("state") or "ignored")
     # another remediation of this node is under way (another alert of it, a moment later)
     if running:
         result["wanted"] = action
@@ -302,6 +332,8 @@ def record(node: dict | None, plan_result: dict, alert: dict, state: str, result
                      "gpu": plan_result.get("gpu"), "finding": plan_result.get("finding"),
                      "action": plan_result.get("action"), "fingerprint": alert.get("fingerprint"),
                      "starts_at": alert.get("starts_at"), "result": result})
+    if plan_result.get("xid"):
+        attempts[-1]["xid"] = str(plan_result["xid"])
     out = {"state": state, "reason": plan_result.get("reason"), "action": plan_result.get("action"),
            "finding": plan_result.get("finding"), "gpu": plan_result.get("gpu"), "at": now,
            "attempts": attempts[-MAX_ATTEMPTS:]}

@@ -71,6 +71,31 @@ def test_the_application_restart_does_not_escalate():
     assert rp.plan(alert("restart-workload"), node(record), INVENTORY, now=NOW)["action"] == "restart-workload"
 
 
+def test_the_restarted_pod_inheriting_the_held_xid_is_no_new_fault():
+    """DCGM_FI_DEV_XID_ERRORS holds the last XID until the GPU is reset: after a restart-workload for
+    XID 13, the restarted pod's series (a new alert, begun after the restart) reports XID 13 too."""
+    first = rp.plan(alert("restart-workload", starts_at="2026-12-05T10:58:00Z", xid="13", pod="train-0"),
+                    node(), INVENTORY, now="2026-12-05T11:00:00Z")
+    assert first["action"] == "restart-workload" and first["xid"] == "13"
+    record = rp.record(node(), dict(first, started_at="2026-12-05T11:00:00Z"), alert("restart-workload"),
+                       "remediation-done", "done", "2026-12-05T11:00:05Z")
+    assert record["attempts"][-1]["xid"] == "13"
+    inherited = alert("restart-workload", fingerprint="f2", starts_at="2026-12-05T11:01:00Z", xid="13", pod="train-1")
+    result = rp.plan(inherited, node(record), INVENTORY, now=NOW)
+    assert result["action"] == "none" and result["state"] == "remediation-done"
+    assert "still reports XID 13, for which its workload was restarted at 2026-12-05T11:00:00Z" in result["reason"]
+    # another XID, another GPU, or an alert that began before the restart: a fault of its own
+    for other in (alert("restart-workload", fingerprint="f3", starts_at="2026-12-05T11:01:00Z", xid="31"),
+                  alert("restart-workload", fingerprint="f4", starts_at="2026-12-05T11:01:00Z", xid="13",
+                        UUID="GPU-other", gpu="1"),
+                  alert("restart-workload", fingerprint="f5", starts_at="2026-12-05T10:59:00Z", xid="13")):
+        assert rp.plan(other, node(record), INVENTORY, now=NOW)["action"] == "restart-workload", other
+    # a GPU reset since clears the XID: XID 13 again is a new fault
+    record["attempts"].append(dict(attempt("gpu-reset", "2026-12-05T11:10:00Z"), xid="95"))
+    again = alert("restart-workload", fingerprint="f6", starts_at="2026-12-05T11:20:00Z", xid="13")
+    assert rp.plan(again, node(record), INVENTORY, now=NOW)["action"] == "restart-workload"
+
+
 def test_quarantine_opens_an_rma_record_with_the_serial():
     result = rp.plan(alert("quarantine", finding="row_remap_failure"), node(), INVENTORY, now=NOW)
     assert result["action"] == "quarantine"
