@@ -144,11 +144,13 @@ test:
 # make test's two lanes, side by side: the checks that need no cluster (sanity, lint, units, the
 # lab parts' own tests, the molecule scenarios two at a time, the integration tests) and the lab
 # cluster's tests (the longest lane: it starts at once). Separate containers, networks and ports;
-# each log kept whole.
+# each log kept whole. (The checks' lane runs one thing at a time, -j1: its sub-makes would
+# otherwise take the second job slot for sanity and lint side by side, and the cluster's lane,
+# the longest, would wait for them - make says it resets the jobserver for them.)
+LANE := $(MAKE) --no-print-directory -j1
 lane-checks:
-	$(MAKE) --no-print-directory sanity lint units && $(MAKE) --no-print-directory core-checks && \
-	$(MAKE) --no-print-directory lab-parts-tests && \
-	$(MAKE) --no-print-directory molecule && $(MAKE) --no-print-directory integration
+	$(LANE) sanity lint units && $(LANE) core-checks && $(LANE) lab-parts-tests && $(LANE) molecule && \
+	$(LANE) integration
 
 $(AT_ROOT): FORCE
 	@mkdir -p $(AT_ROOT)
