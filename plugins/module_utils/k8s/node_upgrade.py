@@ -35,6 +35,7 @@ import time
 
 from ansible_collections.gpuops.nvidia.plugins.module_utils.k8s import upgrade_plan
 from ansible_collections.gpuops.nvidia.plugins.module_utils.k8s.api import KubeError
+from ansible_collections.gpuops.nvidia.plugins.module_utils.k8s.objects import pod_ready
 
 STATE_LABEL = upgrade_plan.STATE_LABEL
 SKIP_LABEL = upgrade_plan.SKIP_LABEL
@@ -134,19 +135,13 @@ def controller(pod: dict) -> tuple | None:
     return None
 
 
-def ready(pod: dict) -> bool:
-    status = pod.get("status") or {}
-    return status.get("phase") == "Running" and any(
-        c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or [])
-
-
 def not_ready(pods: list, owners: set, old_uids: set) -> list:
     """The controllers of ``owners`` (kind, name, uid) without a new pod (not one of old_uids)
     Running and Ready among ``pods``: "DaemonSet/name (pod phase)" for each."""
     waiting = []
     for owner in sorted(owners, key=lambda o: (o[0] or "", o[1] or "")):
         mine = [p for p in pods if controller(p) == owner and (p.get("metadata") or {}).get("uid") not in old_uids]
-        if not any(ready(p) for p in mine):
+        if not any(pod_ready(p) for p in mine):
             waiting.append("%s/%s (%s)" % (owner[0], owner[1], ", ".join(
                 "%s %s" % ((p.get("metadata") or {}).get("name"), (p.get("status") or {}).get("phase") or "Pending")
                 for p in mine) or "no new pod yet"))

@@ -204,7 +204,7 @@ def rollout_problems(workload: str, pods: list, events: list, nodes: list) -> li
                          "nodeSelector and tolerations)")
             continue
         for pod in node_pods:
-            if _pod_ready(pod):
+            if pod_ready(pod):
                 continue
             name = pod["metadata"]["name"]
             text = f"{node}: pod {name} {_pod_reason(pod)}"
@@ -216,7 +216,8 @@ def rollout_problems(workload: str, pods: list, events: list, nodes: list) -> li
     return lines
 
 
-def _pod_ready(pod: dict) -> bool:
+def pod_ready(pod: dict) -> bool:
+    """Whether the pod is Running and its Ready condition True."""
     status = pod.get("status") or {}
     if status.get("phase") != "Running":
         return False
@@ -231,7 +232,7 @@ def selector(labels: dict | None) -> list:
 
 def pods_not_ready(pods: list) -> list:
     """Names and reasons of the pods in PODS that are not Running and Ready."""
-    return [f"{p['metadata']['name']}: {_pod_reason(p)}" for p in pods or [] if not _pod_ready(p)]
+    return [f"{p['metadata']['name']}: {_pod_reason(p)}" for p in pods or [] if not pod_ready(p)]
 
 
 NFD_ANNOTATION_PREFIX = "nfd.node.kubernetes.io/"

@@ -27,6 +27,7 @@ __metaclass__ = type
 import json
 
 from ansible_collections.gpuops.nvidia.plugins.module_utils.k8s.node_labels import DEPLOY_LABEL_PREFIX, OPERANDS, escape, json_record
+from ansible_collections.gpuops.nvidia.plugins.module_utils.k8s.objects import pod_ready
 
 CONFIG_LABEL = "nvidia.com/mig.config"
 STATE_LABEL = "nvidia.com/mig.config.state"
@@ -173,9 +174,7 @@ def operands_not_back(node, daemonsets, pods, keys):
         back = [p for p in pods or [] if (p.get("spec") or {}).get("nodeName") == name
                 and not (p.get("metadata") or {}).get("deletionTimestamp")
                 and any(o.get("uid") == uid for o in (p.get("metadata") or {}).get("ownerReferences") or [])
-                and (p.get("status") or {}).get("phase") == "Running"
-                and any(c.get("type") == "Ready" and c.get("status") == "True"
-                        for c in (p.get("status") or {}).get("conditions") or [])]
+                and pod_ready(p)]
         if not back:
             out.append("%s/%s" % (ds_meta.get("namespace", ""), ds_meta.get("name", "")))
     return sorted(out)
