@@ -674,24 +674,44 @@ def _absent():
     playbook("site.yml", "--tags", "cluster,labels,operands", *ABSENT)
 
 
+# what the roles and their operands write on a node: GFD's and the roles' labels, NFD's labels and
+# annotations, the roles' annotations and taints
+OURS = ("nvidia.com/", "gpuops.nvidia/", "feature.node.kubernetes.io/", "nfd.node.kubernetes.io/")
+
+
+def _without_ours(node):
+    return {"labels": {k: v for k, v in node["labels"].items() if not k.startswith(OURS)},
+            "annotations": {k: v for k, v in node["annotations"].items() if not k.startswith(OURS)},
+            "taints": [t for t in node["taints"] if not t["key"].startswith(OURS)]}
+
+
+def _pods_by_owner(snapshot):
+    """The snapshot with each pod named by its owner (the name without the pod's random suffix)."""
+    return dict(snapshot, namespaced=sorted((kind, name.rsplit("-", 1)[0] if kind == "Pod" else name)
+                                            for kind, name in snapshot["namespaced"]))
+
+
 def test_state_absent_leaves_the_cluster_as_it_was(lab_only):
-    """Removed, the cluster's objects and the nodes' labels, annotations and taints are exactly
-    what they were before the roles ran; applied again and removed again, the same."""
+    """Removed, no object of the roles is left, and of the nodes' labels, annotations and taints
+    exactly those the roles and their operands wrote are gone, every other one as it was; applied
+    again, the cluster and its nodes are exactly as they were converged."""
     kube = lab_only
-    _absent()
-    before = _snapshot(kube)
-    assert before["cluster"] == [] and before["namespaced"] == [], before
-    for name, node in before["nodes"].items():
-        assert not [k for k in node["labels"] if k.startswith(("nvidia.com/", "gpuops.nvidia/"))], (name, node)
-        assert "gpuops.nvidia/previous-labels" not in node["annotations"]
+    converged = _snapshot(kube)
+    for name, node in converged["nodes"].items():
+        assert [k for k in node["labels"] if k.startswith("nvidia.com/")], (name, node)
+        assert [k for k in node["labels"] if k.startswith("feature.node.kubernetes.io/")], (name, node)
+    assert converged["cluster"] and converged["namespaced"]
     try:
-        playbook("site.yml", "--tags", "cluster,labels,operands")
-        assert _snapshot(kube) != before
         _absent()
-        after = _snapshot(kube)
-        assert after == before
+        removed = _snapshot(kube)
+        assert removed["cluster"] == [] and removed["namespaced"] == [], removed
+        assert removed["nodes"] == {name: _without_ours(node) for name, node in converged["nodes"].items()}
     finally:
         playbook("site.yml", "--tags", "cluster,labels,operands")
+    # GFD's and NFD's labels come from the operands once they run: wait for them, not the run
+    kube.wait(lambda: _snapshot(kube)["nodes"] == converged["nodes"], timeout=120,
+              what="the nodes' labels, annotations and taints as they were converged")
+    assert _pods_by_owner(_snapshot(kube)) == _pods_by_owner(converged)
 
 
 def test_only_a_drifted_node_goes_through_the_driver_stage_for_real(lab_only):
