@@ -10,7 +10,8 @@ each node goes through the maintenance engine (cordon, GPU pods out, drain) with
 the L40S's GPU is reset (nvidia-smi -r), the H100 rebooted (the lab's reboot, as test_upgrade's),
 the operands restart, the nodes are validated and uncordoned, the records are written, and the
 alerts resolve. Then the rebooted GPU fails again: the alert escalates to a quarantine with an RMA
-record naming the GPU's serial. A remediation that fails midway is the last test (the playbook
+record naming the GPU's serial; at the same time an application's XID on the GPU of a workload pod
+on the L40S restarts that pod alone, the node staying in service. A remediation that fails midway is the last test (the playbook
 run directly)."""
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ import pytest
 import yaml
 
 import synthetic_fleet as fleet
-from conftest import KUBECTL, LAB, REPO
+from conftest import KUBECTL, LAB, REPO, TOOLBOX
 from test_roles import INVENTORY, extra, playbook
 from test_upgrade import LAB_BOOT, LAB_REBOOT
 
@@ -181,6 +182,36 @@ def _boot_time(node):
     return _podman("exec", node, "stat", "-c", "%.9Y", STATE).stdout.strip()
 
 
+WORKLOAD_NS = "gpuops-remediation-workload"
+
+
+def _workload():
+    """A Deployment of two pods on the L40S, each holding one GPU (through the device plugin and
+    NVIDIA's runtime) and printing its UUID."""
+    labels = {"app": "cuda-job"}
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "cuda-job", "namespace": WORKLOAD_NS},
+            "spec": {"replicas": 2, "selector": {"matchLabels": labels},
+                     "template": {"metadata": {"labels": labels}, "spec": {
+                         "nodeSelector": {"kubernetes.io/hostname": L40S}, "runtimeClassName": "nvidia",
+                         "terminationGracePeriodSeconds": 1,
+                         "containers": [{"name": "main", "image": TOOLBOX, "imagePullPolicy": "IfNotPresent",
+                                         "command": ["sh", "-c", "nvidia-smi -L; sleep 100000"],
+                                         "resources": {"limits": {"nvidia.com/gpu": "1"}}}]}}}}
+
+
+def _workload_pods(kube):
+    """{pod name: (uid, the UUID of the GPU it printed)} of the workload's running pods."""
+    pods = {}
+    for pod in kube.get("-n", WORKLOAD_NS, "pods", "-l", "app=cuda-job")["items"]:
+        name = pod["metadata"]["name"]
+        if pod["status"].get("phase") != "Running" or pod["metadata"].get("deletionTimestamp"):
+            continue
+        printed = kube.run("-n", WORKLOAD_NS, "logs", name, check=False).stdout
+        if "UUID: " in printed:
+            pods[name] = (pod["metadata"]["uid"], printed.split("UUID: ")[1].split(")")[0])
+    return pods
+
+
 def test_an_xid_that_needs_a_gpu_reset_and_one_that_needs_a_reboot_are_remediated_end_to_end(loop, gpu_nodes, request):
     """XID 95 (uncontained memory error: reset the GPU) on the L40S's GPU 0 and XID 79 (fallen off
     the bus: reboot the node) on the H100's GPU 0 at the same moment. One budget (max_unavailable
@@ -254,11 +285,15 @@ def test_an_xid_that_needs_a_gpu_reset_and_one_that_needs_a_reboot_are_remediate
     assert kube.advertised_gpus(H100, gpu_nodes[H100]["allocation"]) == str(gpu_nodes[H100]["gpus"])
 
 
-def test_the_rebooted_gpu_failing_again_is_quarantined_with_an_rma_record_naming_its_serial(loop):
+def test_the_rebooted_gpu_failing_again_is_quarantined_while_an_application_xid_restarts_only_its_pod(
+        loop, request):
     """The H100's GPU 0, rebooted for XID 79 by the test before, fails again (XID 95, which asks for
     a reset): within the escalation window a GPU the node was rebooted for is not reset again - the
     alert ends in a quarantine (cordoned, tainted, labelled) with an RMA record naming the GPU's
-    serial as the node's NVML reports it (through gpu_report's inventory record on the node)."""
+    serial as the node's NVML reports it (through gpu_report's inventory record on the node).
+    Meanwhile XID 13 (graphics engine exception: the application's fault) on the GPU of one of two
+    workload pods on the L40S: the alert names that pod (the exporter's attribution), the rulebook
+    restarts it and nothing else, and the L40S is never taken out of service."""
     kube = loop["kube"]
     uuid = _uuid(H100, 0)
     # the GPU's serial as the node's NVML answers nvmlDeviceGetSerial (read here through ctypes)
@@ -266,24 +301,65 @@ def test_the_rebooted_gpu_failing_again_is_quarantined_with_an_rma_record_naming
     assert serial, "the node's NVML gave no serial"
     earlier = _record(kube, H100)["attempts"]
     assert [a["action"] for a in earlier] == ["node-reboot"], earlier
+    # the L40S without history: its reset in the test before is no part of this
+    kube.run("annotate", "node", L40S, RECORD + "-")
+    kube.run("label", "node", L40S, "gpuops.nvidia/remediation-state-")
+    l40s_uuids = [_uuid(L40S, index) for index in range(4)]
+    faulted = []
+    request.addfinalizer(lambda: _workload_gone(kube, faulted))
+    kube.run("create", "namespace", WORKLOAD_NS)
+    kube.apply(_workload())
     try:
-        assert _podman("exec", H100, "fake-nvml-xid", "--gpu", "0", "--xid", "95").returncode == 0
-        labels = _firing(kube, H100, "95")
-        assert (labels["action"], labels["UUID"]) == ("gpu-reset", uuid), labels
-        record = kube.wait(lambda: _finished(kube, H100, earlier), timeout=600, interval=3,
-                           what=f"the quarantine's record on {H100}")
-        assert record["state"] == "quarantined" and record["action"] == "quarantine", (
-            record, loop["log"].read_text()[-6000:])
-        assert [(a["action"], a["result"]) for a in record["attempts"]] == [("node-reboot", "done"), ("quarantine", "done")]
-        assert (record["rma"]["uuid"], record["rma"]["serial"], record["rma"]["gpu"]) == (uuid, serial, "0"), record["rma"]
-        node = kube.get("node", H100)
-        assert node["spec"].get("unschedulable") is True
-        assert {"key": "gpuops.nvidia/quarantined", "value": "true", "effect": "NoSchedule"} in [
-            {k: t.get(k) for k in ("key", "value", "effect")} for t in node["spec"].get("taints", [])]
-        assert node["metadata"]["labels"]["gpuops.nvidia/remediation-state"] == "quarantined"
-        line = _report(loop, H100, 4)[-1]
-        assert (line["state"], line["plan_action"], line["escalated_from"]) == ("quarantined", "quarantine", "gpu-reset"), line
-        assert line["rma"]["serial"] == serial
+        with fleet.NodeWatch(kube.kubeconfig) as watch:
+            assert _podman("exec", H100, "fake-nvml-xid", "--gpu", "0", "--xid", "95").returncode == 0
+            # (while the H100's alert comes: the workload's pods run, each on its GPU, and the exporter
+            # attributes the GPUs' series to them)
+            pods = kube.wait(lambda: (p := _workload_pods(kube)) and len(p) == 2 and p, timeout=120,
+                             what="the workload's two pods running, each with its GPU")
+            (victim, (victim_uid, victim_gpu)), (bystander, (bystander_uid, _gpu)) = sorted(pods.items())
+            kube.wait(lambda: _query('DCGM_FI_DEV_XID_ERRORS{namespace="%s",pod="%s"}' % (WORKLOAD_NS, victim)),
+                      timeout=90, interval=2, what=f"the exporter's series of {victim}'s GPU")
+            index = l40s_uuids.index(victim_gpu)
+            faulted.append(index)
+            assert _podman("exec", L40S, "fake-nvml-xid", "--gpu", str(index), "--xid", "13").returncode == 0
+            labels = _firing(kube, H100, "95")
+            assert (labels["action"], labels["UUID"]) == ("gpu-reset", uuid), labels
+            labels = _firing(kube, L40S, "13")
+            assert (labels["action"], labels["UUID"], labels["pod"], labels["namespace"]) == (
+                "restart-workload", victim_gpu, victim, WORKLOAD_NS), labels
+            record = kube.wait(lambda: _finished(kube, H100, earlier), timeout=600, interval=3,
+                               what=f"the quarantine's record on {H100}")
+            assert record["state"] == "quarantined" and record["action"] == "quarantine", (
+                record, loop["log"].read_text()[-6000:])
+            assert [(a["action"], a["result"]) for a in record["attempts"]] == [
+                ("node-reboot", "done"), ("quarantine", "done")]
+            assert (record["rma"]["uuid"], record["rma"]["serial"], record["rma"]["gpu"]) == (
+                uuid, serial, "0"), record["rma"]
+            node = kube.get("node", H100)
+            assert node["spec"].get("unschedulable") is True
+            assert {"key": "gpuops.nvidia/quarantined", "value": "true", "effect": "NoSchedule"} in [
+                {k: t.get(k) for k in ("key", "value", "effect")} for t in node["spec"].get("taints", [])]
+            assert node["metadata"]["labels"]["gpuops.nvidia/remediation-state"] == "quarantined"
+            line = _report(loop, H100, 4)[-1]
+            assert (line["state"], line["plan_action"], line["escalated_from"]) == (
+                "quarantined", "quarantine", "gpu-reset"), line
+            assert line["rma"]["serial"] == serial
+            # the L40S: the faulted GPU's pod restarted (its Deployment started a new one), the other
+            # pod untouched, the node never out of service, the record and the report say so
+            restarted = kube.wait(lambda: _finished(kube, L40S, []), timeout=300, interval=3,
+                                  what=f"the restart-workload's record on {L40S}")
+            assert restarted["state"] == "remediation-done", (restarted, loop["log"].read_text()[-6000:])
+            assert [(a["action"], a["uuid"], a["result"], a["xid"]) for a in restarted["attempts"]] == [
+                ("restart-workload", victim_gpu, "done", "13")], restarted
+            after = kube.wait(lambda: (p := _workload_pods(kube)) and len(p) == 2 and p, timeout=120,
+                              what="the workload's two pods running again")
+            assert victim not in after and victim_uid not in [uid for uid, _gpu in after.values()], after
+            assert after[bystander][0] == bystander_uid, after
+            # (the report's L40S lines before these are the reset's, of the test before)
+            assert [(line["state"], line["action"]) for line in _report(loop, L40S, 4)
+                    if line["action"] == "restart-workload"] == [
+                ("remediation-in-progress", "restart-workload"), ("remediation-done", "restart-workload")]
+        assert L40S not in watch.out_total and not kube.get("node", L40S)["spec"].get("unschedulable"), watch.out_total
     finally:
         # a person's part after the RMA: the node's XID goes with the lab's reboot (the alert
         # resolves), the node back in service (a quarantined node is one of the budget's
@@ -292,12 +368,31 @@ def test_the_rebooted_gpu_failing_again_is_quarantined_with_an_rma_record_naming
         kube.run("taint", "node", H100, "gpuops.nvidia/quarantined-", check=False)
         kube.run("uncordon", H100, check=False)
         # (and, as a reboot does, the exporter restarted: the last XID it reported goes with it)
-        exporter = ("-n", "gpuops-nvidia", "-l", "app.kubernetes.io/name=dcgm-exporter",
-                    "--field-selector", "spec.nodeName=" + H100)
-        kube.run("delete", "pods", *exporter)
-        kube.wait(lambda: any(c["type"] == "Ready" and c["status"] == "True" for p in kube.get("pods", *exporter)["items"]
-                              for c in p["status"].get("conditions", [])),
-                  timeout=120, what=f"{H100}'s exporter back")
+        _restart_exporter(kube, H100)
+
+
+def _restart_exporter(kube, node):
+    """The node's exporter pod deleted and its new one Ready: the last XID the old one reported
+    goes with it."""
+    exporter = ("-n", "gpuops-nvidia", "-l", "app.kubernetes.io/name=dcgm-exporter",
+                "--field-selector", "spec.nodeName=" + node)
+    kube.run("delete", "pods", *exporter)
+    kube.wait(lambda: any(c["type"] == "Ready" and c["status"] == "True" for p in kube.get("pods", *exporter)["items"]
+                          for c in p["status"].get("conditions", [])),
+              timeout=120, what=f"{node}'s exporter back")
+
+
+def _workload_gone(kube, faulted):
+    """The workload deleted; the GPU its XID was injected on reset (the fake driver keeps an XID
+    until then) and the L40S's exporter restarted, and the XID's alert resolved, so the next test
+    starts without a firing alert."""
+    kube.run("delete", "namespace", WORKLOAD_NS, "--ignore-not-found", "--wait=true", "--timeout=120s", check=False)
+    if not faulted:
+        return
+    _podman("exec", L40S, "fake-nvml-reset", "--gpu", str(faulted[0]), check=False)
+    _restart_exporter(kube, L40S)
+    kube.wait(lambda: not _query('ALERTS{alertname="GPUXidError",node="%s"}' % L40S), timeout=180, interval=2,
+              what=f"{L40S}'s GPUXidError alert to resolve")
 
 
 def test_a_remediation_that_fails_midway_stays_cordoned_with_its_reason_and_the_next_run_resumes(
