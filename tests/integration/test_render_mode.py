@@ -387,7 +387,7 @@ def _foreign_changes(render):
             problems.append("%s ran %s for %s" % (task, action, host))
         if not result.get("changed") or result.get("results"):
             continue  # a loop: its items are checked
-        path = os.path.realpath(str(result.get("dest") or result.get("path") or ""))
+        path = os.path.realpath(str(result.get("dest") or result.get("path") or result.get("directory") or ""))
         if path != render_dir and os.path.dirname(path) != render_dir:
             problems.append("%s changed something for %s other than the render directory: %s"
                             % (task, host, {k: v for k, v in result.items() if k != "invocation"}))

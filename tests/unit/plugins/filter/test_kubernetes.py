@@ -72,7 +72,7 @@ def roles_filter_uses():
 
 def test_every_filter_the_roles_use_is_there(filters):
     used = roles_filter_uses()
-    assert {"image_ref", "k8s_render_name", "rollout_problems"} <= used
+    assert {"image_ref", "rollout_problems"} <= used
     assert used - set(filters) - OTHER_PLUGINS == set()
 
 
