@@ -38,13 +38,17 @@ def text_of(obj: dict, owner: str) -> str:
     return "%s\n---\n%s" % (header(owner), body)
 
 
-def _rendered_by(path: str, owner: str) -> bool:
-    """Whether the file's first line is OWNER's header."""
-    try:
-        with open(path, encoding="utf-8") as handle:
-            return handle.readline().rstrip("\n") == header(owner)
-    except (OSError, UnicodeDecodeError):
-        return False
+def _texts(directory: str) -> dict:
+    """{name: text} of the directory's .yaml files (None for one that is not readable UTF-8 text)."""
+    if not os.path.isdir(directory):
+        return {}
+    out = {}
+    for name in sorted(n for n in os.listdir(directory) if n.endswith(".yaml")):
+        try:
+            out[name] = files.read_text(os.path.join(directory, name), "rendered file")
+        except files.FileError:
+            out[name] = None
+    return out
 
 
 def plan(objects_list: list, directory: str, owner: str, state: str) -> dict:
@@ -67,20 +71,17 @@ def plan(objects_list: list, directory: str, owner: str, state: str) -> dict:
             raise RenderError("two objects would be written to %s (%s %s twice): give each object its own "
                               "name" % (name, obj["kind"], obj["metadata"]["name"]))
         wanted[name] = text_of(obj, owner)
-    present = sorted(n for n in os.listdir(directory) if n.endswith(".yaml")) if os.path.isdir(directory) else []
-    ours = {n for n in present if _rendered_by(os.path.join(directory, n), owner)}
+    present = _texts(directory)
+    # (the files OWNER rendered: their first line is its header)
+    ours = {n for n, text in present.items() if text is not None and text.split("\n", 1)[0] == header(owner)}
     foreign = sorted(n for n in wanted if n in present and n not in ours)
     if foreign:
         raise RenderError("%s in %s %s not rendered by gpuops.nvidia.%s: nothing was written; move %s away or "
                           "render into another directory" % (", ".join(foreign), directory,
                                                              "is" if len(foreign) == 1 else "are", owner,
                                                              "it" if len(foreign) == 1 else "them"))
-    write = {}
-    for name, after in wanted.items():
-        before = files.read_text(os.path.join(directory, name), "rendered file") if name in ours else None
-        if before != after:
-            write[name] = (before, after)
-    remove = {n: files.read_text(os.path.join(directory, n), "rendered file") for n in sorted(ours - set(wanted))}
+    write = {name: (present.get(name), after) for name, after in wanted.items() if present.get(name) != after}
+    remove = {n: present[n] for n in sorted(ours - set(wanted))}
     return {"write": write, "remove": remove, "keep": sorted(wanted), "not_rendered": sorted(secrets)}
 
 

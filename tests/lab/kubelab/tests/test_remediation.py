@@ -304,7 +304,7 @@ def test_the_rebooted_gpu_failing_again_is_quarantined_while_an_application_xid_
     # the L40S without history: its reset in the test before is no part of this
     kube.run("annotate", "node", L40S, RECORD + "-")
     kube.run("label", "node", L40S, "gpuops.nvidia/remediation-state-")
-    l40s_uuids = [_uuid(L40S, index) for index in range(4)]
+    l40s_uuids = [line.split("UUID: ")[1].rstrip(")") for line in _podman("exec", L40S, "nvidia-smi", "-L").stdout.splitlines()]
     faulted = []
     request.addfinalizer(lambda: _workload_gone(kube, faulted))
     kube.run("create", "namespace", WORKLOAD_NS)
